@@ -1,0 +1,3 @@
+from ragqa.cli import main
+
+main()

@@ -1,0 +1,411 @@
+"""Source files -> `Paper` records.
+
+Three formats: seeds-style text (an optional header line, abstracts separated by blank lines),
+JSON Lines (optionally gzipped) and CSV with a header row. Every problem is a `CorpusError` that
+names the file and the 1-based line, raised before anything is written anywhere.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import hashlib
+import io
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEXT_SUFFIXES = (".txt", ".md")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json.gz", ".ndjson.gz")
+CSV_SUFFIXES = (".csv", ".csv.gz")
+SUPPORTED = TEXT_SUFFIXES + JSONL_SUFFIXES + CSV_SUFFIXES
+
+KNOWN_FIELDS = {"id", "_id", "title", "abstract", "text", "authors", "venue", "year", "url"}
+MetaValue = str | int | float | bool
+
+
+class CorpusError(ValueError):
+    """Bad input, located at a file and line."""
+
+    def __init__(self, path: Path | str, line: int | None, message: str) -> None:
+        self.path, self.line, self.message = str(path), line, message
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Paper:
+    paper_id: str
+    title: str
+    text: str
+    source: str  # file name + 1-based position, e.g. "000_5a03819fc22e34a3.txt#4"
+    authors: str = ""
+    venue: str = ""
+    year: int | None = None
+    url: str = ""
+    title_derived: bool = False
+    line: int = 0  # where the record starts in its file, for messages
+    extra: dict[str, MetaValue] = field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        """Changes whenever what is embedded or shown changes; not when the paper only moves."""
+        payload = json.dumps(
+            [self.title, self.text, self.authors, self.venue, self.year, self.url,
+             sorted(self.extra.items())],
+            ensure_ascii=False, default=str,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def code_urls(self) -> list[str]:
+        raw = self.extra.get("code_urls", "")
+        return [u for u in str(raw).split() if u]
+
+
+@dataclass
+class ReadReport:
+    papers: list[Paper]
+    skipped: list[CorpusError]
+
+
+# ---------------------------------------------------------------- ids and text normalisation
+
+def normalise_text(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
+
+
+def text_id(text: str) -> str:
+    """The id of a record that has none of its own: same abstract, same id."""
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()[:16]
+
+
+_URL = re.compile(r"https?://[^\s<>()\[\]{}\"']+")
+
+
+def extract_urls(text: str) -> list[str]:
+    return [u.rstrip(".,;:") for u in _URL.findall(text)]
+
+
+# ---------------------------------------------------------------- derived titles
+
+_LATEX_WRAP = re.compile(
+    r"\\(?:textbf|textit|emph|underline|mathrm|mathbf|text|texttt)\{([^{}]*)\}"
+)
+_MATH = re.compile(r"\$([^$]*)\$")
+_MARKDOWN = re.compile(r"(\*\*|__|\*|`)")
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def strip_marks(text: str) -> str:
+    """Remove Markdown emphasis and simple LaTeX so `**DVPD**`, `$\\textbf{EGG}$` read plainly."""
+    previous = None
+    while previous != text:
+        previous, text = text, _LATEX_WRAP.sub(r"\1", text)
+    text = re.sub(r"\^\{?(\d+)\}?", lambda m: m.group(1).translate(_SUPERSCRIPT), text)
+    text = _MATH.sub(r"\1", text)
+    text = _MARKDOWN.sub("", text)
+    return " ".join(text.split())
+
+
+_INTRO = re.compile(
+    r"\b(?:we|this (?:paper|work)|here we)\s+(?:\w+\s+){0,2}?"
+    r"(?:introduce|present|propose|develop|release|build|design|construct|call|name)s?\b\s*"
+    r"(?:a new |a novel |the novel )?",
+    re.IGNORECASE,
+)
+_NAMED = re.compile(r"\b(?:called|named|dubbed|termed|coined)\s+", re.IGNORECASE)
+_ACRONYM = re.compile(r"\(([^()\s]*[A-Z][^()\s]*[A-Z0-9][^()\s]*(?: [A-Z][\w-]*)?)\)")
+_NAME_TOKEN = re.compile(r"^[^\s,;:()]+")
+
+
+def _looks_like_name(token: str, followed_by: str) -> bool:
+    core = token.strip(".-")
+    if len(core) < 2 or not any(ch.isalpha() for ch in core):
+        return False
+    if any(ch.isupper() for ch in core[1:]) or any(ch.isdigit() for ch in core):
+        return True
+    if not core.isascii() and "-" in core:  # e.g. τ-Voice
+        return True
+    # A single capitalised word directly followed by "," or "(" after "we introduce".
+    return core[0].isupper() and followed_by[:1] in (",", "(")
+
+
+def _name_after(phrase: str) -> str | None:
+    phrase = phrase.lstrip()
+    clause = re.split(r",|;|\.\s| which | that | to | for |: ", phrase, maxsplit=1)[0]
+    acronym = _ACRONYM.search(clause)
+    if acronym:
+        return acronym.group(1)
+    token = _NAME_TOKEN.match(phrase)
+    if token and _looks_like_name(token.group(0), phrase[token.end():]):
+        return token.group(0).rstrip(".")
+    # "a unified framework: adaptive ... gradients (A2SG)": the name follows a colon.
+    head = re.split(r"\.\s", phrase, maxsplit=1)[0][:200]
+    if ":" in head:
+        acronym = _ACRONYM.search(head.split(":", 1)[1].split(",")[0])
+        if acronym:
+            return acronym.group(1)
+    return None
+
+
+def derive_title(text: str, max_words: int = 10) -> str:
+    """A short human title: the system the abstract names, else its lead phrase."""
+    plain = strip_marks(text)
+    for pattern in (_INTRO, _NAMED):
+        for match in pattern.finditer(plain):
+            name = _name_after(plain[match.end():])
+            if name:
+                return name
+    first_sentence = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0].rstrip(".")
+    words = first_sentence.split()
+    if len(words) <= max_words:
+        return first_sentence
+    return " ".join(words[:max_words]).rstrip(",;:") + "…"
+
+
+# ---------------------------------------------------------------- decoding
+
+def _decode(path: Path, data: bytes) -> str:
+    if not data.strip():
+        raise CorpusError(path, None, "file is empty")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise CorpusError(path, None, f"not valid UTF-16: {exc.reason}") from None
+    if b"\x00" in data[:8192]:
+        raise CorpusError(path, None, "binary file (contains NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CorpusError(
+            path, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
+        ) from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+        if path.name.endswith(".gz"):
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise CorpusError(path, None, f"cannot read: {exc}") from None
+    return _decode(path, raw).replace("\r\n", "\n").replace("\r", "\n")
+
+
+# ---------------------------------------------------------------- seeds-style text
+
+_HEADER_VENUE = re.compile(r"([A-Za-z][A-Za-z&\-]*)\s*'?(\d{4})")
+
+
+def _is_header(block: str) -> bool:
+    """A header is a single short line that is no sentence, e.g. 'ICML 2026 论文列表'."""
+    return "\n" not in block and len(block) <= 100 and not block.rstrip().endswith((".", "?", "!"))
+
+
+def venue_from_header(header: str) -> tuple[str, int | None]:
+    match = _HEADER_VENUE.search(header)
+    if not match:
+        return header.strip(), None
+    return match.group(1), int(match.group(2))
+
+
+def _blocks(text: str) -> Iterator[tuple[int, str]]:
+    """(1-based first line, block) for each run of non-blank lines."""
+    start, lines = 0, []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            if not lines:
+                start = number
+            lines.append(line.strip())
+        elif lines:
+            yield start, "\n".join(lines)
+            lines = []
+    if lines:
+        yield start, "\n".join(lines)
+
+
+def _read_seeds(path: Path, text: str) -> Iterator[Paper | CorpusError]:
+    blocks = list(_blocks(text))
+    venue, year, label = "", None, ""
+    if len(blocks) > 1 and _is_header(blocks[0][1]):
+        label = blocks[0][1]
+        venue, year = venue_from_header(label)
+        blocks = blocks[1:]
+    for position, (line, block) in enumerate(blocks, start=1):
+        body = " ".join(block.split("\n"))
+        if len(body) < 20:
+            yield CorpusError(path, line, f"too short to be an abstract: {body[:40]!r}")
+            continue
+        extra: dict[str, MetaValue] = {}
+        if label:
+            extra["venue_label"] = label
+        urls = extract_urls(body)
+        if urls:
+            extra["code_urls"] = " ".join(urls)
+        yield Paper(
+            paper_id=text_id(body), title=derive_title(body), text=body,
+            source=f"{path.name}#{position}", venue=venue, year=year,
+            url=urls[0] if urls else "", title_derived=True, line=line, extra=extra,
+        )
+
+
+# ---------------------------------------------------------------- records (JSONL, CSV)
+
+def _scalar(value: object) -> MetaValue:
+    if isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "; ".join(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _string_field(record: dict, name: str) -> str:
+    value = record.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"field {name!r} must be text, not {type(value).__name__}")
+    return str(value).strip()
+
+
+def _authors(value: object) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        names = [v.get("name", "") if isinstance(v, dict) else str(v) for v in value]
+        return "; ".join(n.strip() for n in names if n and n.strip())
+    raise ValueError(f"field 'authors' must be text or a list, not {type(value).__name__}")
+
+
+def _year(value: object) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError("field 'year' must be a year, not a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ValueError(f"field 'year' must be a year, not {value!r}")
+
+
+def paper_from_record(record: dict, source: str, line: int = 0) -> Paper:
+    """One JSON/CSV record -> Paper; ValueError says what is wrong with it."""
+    text = _string_field(record, "abstract") or _string_field(record, "text")
+    title = strip_marks(_string_field(record, "title"))
+    if not text and not title:
+        raise ValueError("record has no text (no 'abstract' or 'text' field)")
+    own_id = _string_field(record, "id") or _string_field(record, "_id")
+    if own_id and any(ord(ch) < 32 for ch in own_id):
+        raise ValueError(f"id {own_id!r} contains control characters")
+    body = text or title
+    extra = {k: _scalar(v) for k, v in record.items() if k not in KNOWN_FIELDS and v is not None}
+    urls = extract_urls(body)
+    if urls and "code_urls" not in extra:
+        extra["code_urls"] = " ".join(urls)
+    return Paper(
+        paper_id=own_id or text_id(body), title=title or derive_title(body), text=body,
+        source=source, authors=_authors(record.get("authors")),
+        venue=_string_field(record, "venue"), year=_year(record.get("year")),
+        url=_string_field(record, "url"), title_derived=not title, line=line, extra=extra,
+    )
+
+
+def _read_jsonl(path: Path, text: str) -> Iterator[Paper | CorpusError]:
+    position = 0
+    for line_number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        position += 1
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield CorpusError(path, line_number, f"malformed JSON: {exc.msg}")
+            continue
+        if not isinstance(record, dict):
+            yield CorpusError(path, line_number, "each line must be a JSON object")
+            continue
+        try:
+            yield paper_from_record(record, f"{path.name}#{position}", line_number)
+        except ValueError as exc:
+            yield CorpusError(path, line_number, str(exc))
+
+
+def _read_csv(path: Path, text: str) -> Iterator[Paper | CorpusError]:
+    reader = csv.DictReader(io.StringIO(text))
+    columns = {c.strip().lower() for c in reader.fieldnames or []}
+    if not columns & {"abstract", "text"}:
+        yield CorpusError(path, 1, "CSV header needs an 'abstract' or 'text' column")
+        return
+    for position, row in enumerate(reader, start=1):
+        record = {(k or "").strip().lower(): v for k, v in row.items() if k}
+        try:
+            yield paper_from_record(record, f"{path.name}#{position}", reader.line_num)
+        except ValueError as exc:
+            yield CorpusError(path, reader.line_num, str(exc))
+
+
+# ---------------------------------------------------------------- entry points
+
+def _reader_for(path: Path):
+    name = path.name.lower()
+    if name.endswith(JSONL_SUFFIXES):
+        return _read_jsonl
+    if name.endswith(CSV_SUFFIXES):
+        return _read_csv
+    if name.endswith(TEXT_SUFFIXES):
+        return _read_seeds
+    raise CorpusError(path, None, f"unknown format; use one of {', '.join(SUPPORTED)}")
+
+
+def expand_sources(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly, and supported files inside named folders (sorted)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*")
+                           if p.is_file() and p.name.lower().endswith(SUPPORTED))
+            if not found:
+                raise CorpusError(path, None, "folder holds no supported files")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise CorpusError(path, None, "no such file or folder")
+    return files
+
+
+def read_sources(paths: Iterable[Path], skip_bad: bool = False) -> ReadReport:
+    """Parse every source. Raises the first CorpusError unless `skip_bad`."""
+    papers: list[Paper] = []
+    skipped: list[CorpusError] = []
+    first_seen: dict[str, str] = {}
+    for path in expand_sources(paths):
+        items = _reader_for(path)(path, _read_text(path))
+        for item in items:
+            if isinstance(item, Paper) and item.paper_id in first_seen:
+                item = CorpusError(
+                    path, item.line or None,
+                    f"duplicate paper id {item.paper_id!r} (first at {first_seen[item.paper_id]})",
+                )
+            if isinstance(item, CorpusError):
+                if not skip_bad:
+                    raise item
+                skipped.append(item)
+                continue
+            first_seen[item.paper_id] = item.source
+            papers.append(item)
+    if not papers and not skipped:
+        raise CorpusError(", ".join(str(p) for p in paths), None, "no abstracts found")
+    return ReadReport(papers=papers, skipped=skipped)

@@ -1,0 +1,69 @@
+"""`ragqa doctor`: can this installation embed, store and (if configured) reach its LLM?"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ragqa.render import safe
+
+if TYPE_CHECKING:
+    from ragqa.config import Settings
+
+
+def _check(name: str, fn: Callable[[], str]) -> dict:
+    try:
+        return {"check": name, "ok": True, "detail": fn()}
+    except Exception as exc:  # noqa: BLE001 - doctor reports every failure, it does not stop
+        return {"check": name, "ok": False, "detail": " ".join(safe(str(exc)).split())[:300]}
+
+
+def _embedder(settings: Settings) -> str:
+    from ragqa.embeddings import make_encoder
+
+    encoder = make_encoder(settings)
+    vector = encoder.embed(["full-duplex speech"])[0]
+    return f"{encoder.embedder_id}, {len(vector)} dimensions"
+
+
+def _store(settings: Settings, name: str) -> str:
+    from ragqa.embeddings import make_encoder
+    from ragqa.store import Store
+
+    store = Store(settings, name, make_encoder(settings))
+    where = (f"server {settings.chroma_host}:{settings.chroma_port}"
+             if settings.uses_chroma_server else str(settings.home / "chroma"))
+    if not store.exists():
+        return f"{where}; collection {name!r} not created yet"
+    store.collection()  # raises if another embedder built it
+    return f"{where}; collection {name!r}: {store.count()} chunks"
+
+
+def _llm(settings: Settings) -> str:
+    import openai
+
+    client = openai.OpenAI(api_key=settings.openai_api_key.reveal() or "not-needed",
+                           base_url=settings.openai_base_url or None,
+                           timeout=min(settings.llm_timeout, 15.0), max_retries=0)
+    try:
+        models = [m.id for m in client.models.list()]
+    except openai.APIError as exc:
+        status = getattr(exc, "status_code", None)
+        raise RuntimeError(f"LLM endpoint failed: {type(exc).__name__}"
+                           + (f" (HTTP {status})" if status else "")) from None
+    where = settings.openai_base_url or "api.openai.com"
+    note = "" if settings.llm_model in models or not models else (
+        f"; model {settings.llm_model!r} not among {len(models)} listed")
+    return f"{where} answers; model {settings.llm_model}{note}"
+
+
+def run_checks(settings: Settings, name: str) -> list[dict]:
+    checks = [_check("embedder", lambda: _embedder(settings)),
+              _check("store", lambda: _store(settings, name))]
+    if settings.llm_configured:
+        checks.append(_check("llm", lambda: _llm(settings)))
+    else:
+        checks.append({"check": "llm", "ok": True,
+                       "detail": "not configured: answers are extractive (set OPENAI_API_KEY or "
+                                 "OPENAI_BASE_URL for written answers)"})
+    return checks

@@ -1,0 +1,240 @@
+"""Sources -> Chroma, incrementally: diff by content hash, chunk, embed, upsert, delete, then
+bring the BM25 snapshot in line with Chroma.
+
+Why it survives `kill -9`: a paper's chunks go to Chroma in one upsert, chunk 0 records how many
+chunks the paper has, and the next run treats any paper whose chunks disagree with that as
+absent (deletes and redoes it). The BM25 snapshot is rebuilt whenever its fingerprint differs
+from what Chroma holds, so a run killed between the two is repaired by the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragqa import lexical
+from ragqa.corpus import Paper, ReadReport, read_sources
+from ragqa.embeddings import Encoder
+from ragqa.store import PaperState, Store, chunk_metadata, local_dir
+
+if TYPE_CHECKING:
+    from ragqa.config import Settings
+
+PAPERS_PER_BATCH = 64
+BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieve.py)
+
+
+class LockTimeout(RuntimeError):
+    """Another ingest holds the collection for longer than the lock timeout (exit code 1)."""
+
+
+@dataclass
+class Plan:
+    to_embed: list[Paper] = field(default_factory=list)
+    to_delete: list[str] = field(default_factory=list)  # replaced, pruned or half-written
+    moved: dict[str, str] = field(default_factory=dict)  # paper_id -> new source
+    unchanged: int = 0
+    not_in_sources: int = 0  # papers of these files the files no longer hold (kept w/o --prune)
+
+
+@dataclass
+class IngestReport:
+    collection: str
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    moved: int = 0
+    unchanged: int = 0
+    skipped_bad: int = 0
+    not_in_sources: int = 0
+    chunks: int = 0
+    papers_total: int = 0
+    lexical_rebuilt: bool = False
+    seconds: float = 0.0
+    skipped_messages: list[str] = field(default_factory=list)
+
+
+class Progress:
+    """Callbacks the CLI implements to draw a progress bar; ingest itself never prints."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, papers: int) -> None: ...
+
+    def stage(self, message: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+# ---------------------------------------------------------------- planning
+
+def _source_file(source: str) -> str:
+    return source.rpartition("#")[0] or source
+
+
+def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: bool) -> Plan:
+    plan = Plan()
+    incoming = {p.paper_id: p for p in papers}
+    for paper in papers:
+        state = states.get(paper.paper_id)
+        if state is None:
+            plan.to_embed.append(paper)
+        elif not state.complete or state.content_hash != paper.content_hash:
+            plan.to_delete.append(paper.paper_id)
+            plan.to_embed.append(paper)
+        elif state.source != paper.source:
+            plan.moved[paper.paper_id] = paper.source
+        else:
+            plan.unchanged += 1
+    files = {_source_file(p.source) for p in papers}
+    taken_slots = {p.source for p in papers}
+    for pid, state in states.items():
+        if pid in incoming:
+            continue
+        if not state.complete:
+            plan.to_delete.append(pid)  # half-written by a killed run, and not coming back
+        elif _source_file(state.source) in files:
+            # An abstract edited in place gets a new id and takes its predecessor's slot.
+            if prune or state.source in taken_slots:
+                plan.to_delete.append(pid)
+            else:
+                plan.not_in_sources += 1
+    return plan
+
+
+# ---------------------------------------------------------------- chunking
+
+def make_chunker(encoder: Encoder, settings: Settings) -> Callable[[str], list[str]]:
+    """Sentence-boundary chunks sized in the embedder's own tokens."""
+    from llama_index.core.node_parser import SentenceSplitter
+
+    splitter = SentenceSplitter(
+        chunk_size=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
+        tokenizer=lambda text: [0] * encoder.count_tokens(text),
+    )
+    return lambda text: [c for c in splitter.split_text(text) if c.strip()] or [text]
+
+
+def embedding_input(paper: Paper, chunk: str) -> str:
+    """A real title says what the paper is about; prefix it. A derived one is already in it."""
+    return chunk if paper.title_derived else f"{paper.title}. {chunk}"
+
+
+# ---------------------------------------------------------------- the lock
+
+@contextlib.contextmanager
+def collection_lock(folder: Path, timeout: float) -> Iterator[None]:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "ingest.lock").open("a+") as handle:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(
+                        f"another ingest is writing to this collection (waited {timeout:.0f} s; "
+                        "RAGQA_LOCK_TIMEOUT sets how long to wait)"
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------- running
+
+def _embed_and_upsert(store: Store, encoder: Encoder, chunker, papers: list[Paper]) -> int:
+    ids, inputs, documents, metadatas = [], [], [], []
+    for paper in papers:
+        chunks = chunker(paper.text)
+        for i, chunk in enumerate(chunks):
+            ids.append(f"{paper.paper_id}::{i}")
+            inputs.append(embedding_input(paper, chunk))
+            documents.append(chunk)
+            metadatas.append(chunk_metadata(paper, i, len(chunks)))
+    vectors = encoder.embed(inputs)
+    store.upsert(ids, vectors, documents, metadatas)
+    return len(ids)
+
+
+def sync_lexical(store: Store, states: dict[str, PaperState] | None = None) -> bool:
+    """Rebuild the BM25 snapshot if it does not match Chroma. Returns whether it rebuilt."""
+    folder = local_dir(store.settings, store.name)
+    if states is None:
+        states = store.paper_states() if store.exists() else {}
+    fp = lexical.fingerprint((pid, s.content_hash) for pid, s in states.items() if s.complete)
+    current = lexical.read_current(folder)
+    if current and current.get("fingerprint") == fp and (folder / current["dir"]).is_dir():
+        return False
+    complete = {pid for pid, s in states.items() if s.complete}
+    papers = [p for p in store.iter_papers() if p.paper_id in complete] if complete else []
+    background = store.sample_vectors(complete, BACKGROUND_SAMPLE) if complete else None
+    lexical.write_snapshot(folder, papers, fp, background)
+    return True
+
+
+def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
+                  progress: Progress | None = None) -> IngestReport:
+    """Bring the collection in line with `papers`. The caller holds the collection lock."""
+    started = time.perf_counter()
+    progress = progress or Progress()
+    report = IngestReport(collection=store.name)
+    progress.stage("Comparing with the index")
+    states = store.paper_states() if store.exists() else {}
+    plan = plan_changes(papers, states, prune)
+    if plan.to_delete:
+        progress.stage(f"Removing {len(plan.to_delete)} outdated papers")
+        store.delete_papers(plan.to_delete)
+    if plan.moved:
+        store.update_sources(plan.moved)
+    if plan.to_embed:
+        chunker = make_chunker(store.encoder, store.settings)
+        store.collection(create=True)
+        progress.start(len(plan.to_embed))
+        for start in range(0, len(plan.to_embed), PAPERS_PER_BATCH):
+            batch = plan.to_embed[start : start + PAPERS_PER_BATCH]
+            report.chunks += _embed_and_upsert(store, store.encoder, chunker, batch)
+            if store.encoder.dimension:
+                store.record_dimension(store.encoder.dimension)
+            progress.advance(len(batch))
+        progress.finish()
+    replaced = {pid for pid in plan.to_delete if pid in states and states[pid].complete}
+    embedded = {p.paper_id for p in plan.to_embed}
+    report.updated = len(embedded & replaced)
+    report.added = len(embedded) - report.updated
+    report.deleted = len(replaced - embedded)
+    report.moved, report.unchanged = len(plan.moved), plan.unchanged
+    report.not_in_sources = plan.not_in_sources
+    progress.stage("Updating the BM25 index")
+    final_states = store.paper_states() if store.exists() else {}
+    report.lexical_rebuilt = sync_lexical(store, final_states)
+    report.papers_total = sum(1 for s in final_states.values() if s.complete)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def ingest_paths(store: Store, paths: Sequence[Path], prune: bool = False, skip_bad: bool = False,
+                 rebuild: bool = False, progress: Progress | None = None) -> IngestReport:
+    """Parse every source first (bad input fails before anything is written), then ingest.
+
+    `rebuild` drops the collection first, e.g. to re-embed with another embedder; with no paths
+    it re-embeds the papers the collection already holds."""
+    read = read_sources(paths, skip_bad=skip_bad) if paths else ReadReport([], [])
+    with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout):
+        papers = read.papers
+        if rebuild:
+            if not paths:
+                papers = list(store.iter_papers(check=False)) if store.exists() else []
+            store.drop()
+        report = ingest_papers(store, papers, prune=prune, progress=progress)
+    report.skipped_bad = len(read.skipped)
+    report.skipped_messages = [str(e) for e in read.skipped]
+    return report

@@ -1,0 +1,219 @@
+"""The BM25 index and the paper table, kept beside the Chroma store.
+
+Both are derived from Chroma (see store.py) and written as an immutable snapshot folder; a small
+CURRENT file names the snapshot in use and is replaced atomically. A reader therefore always
+sees one whole snapshot (the last consistent state), even while an ingest writes the next one,
+and a killed ingest leaves at worst an unused folder that the next one removes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from ragqa.corpus import Paper
+
+CURRENT = "CURRENT"
+# Query words that say "find papers" rather than what to find. Removed from the lexical query
+# only; the dense query keeps the whole question.
+QUERY_STOPWORDS = {
+    "paper", "papers", "work", "works", "study", "studies", "studied", "approach", "approaches",
+    "method", "methods", "propose", "proposes", "proposed", "which", "what", "who", "how", "any",
+    "list", "find", "show", "deal", "deals", "do", "does", "use", "uses", "using", "about",
+    "address", "addresses", "article", "articles", "research", "tell", "me", "there",
+}
+
+
+def fingerprint(states: Iterable[tuple[str, str]]) -> str:
+    """Identifies a set of (paper_id, content_hash): equal sets, equal fingerprints."""
+    digest = hashlib.sha256()
+    for pid, chash in sorted(states):
+        digest.update(f"{pid}\t{chash}\n".encode())
+    return digest.hexdigest()
+
+
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def tokenize(texts: Sequence[str], query: bool = False) -> list[list[str]]:
+    import bm25s
+
+    tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), return_ids=False,
+                            show_progress=False)
+    if query:
+        stemmed_stop = set(_stemmer().stemWords(sorted(QUERY_STOPWORDS)))
+        tokens = [[t for t in q if t not in stemmed_stop] or q for q in tokens]
+    return tokens
+
+
+def paper_document(paper: Paper) -> str:
+    """What BM25 sees of a paper: a real title counts with the text; a derived one is in it."""
+    return paper.text if paper.title_derived else f"{paper.title}\n{paper.text}"
+
+
+class LexicalIndex:
+    """One snapshot: BM25 over whole papers, and the papers themselves in SQLite."""
+
+    def __init__(self, folder: Path, fingerprint: str) -> None:
+        import bm25s
+
+        self.folder = folder
+        self.fingerprint = fingerprint
+        self._db = sqlite3.connect(f"file:{folder / 'papers.sqlite'}?mode=ro", uri=True,
+                                   check_same_thread=False)
+        self.size = self._db.execute("SELECT COUNT(*) FROM papers").fetchone()[0]
+        self._bm25 = bm25s.BM25.load(str(folder / "bm25"), mmap=False) if self.size else None
+        background = folder / "background.npy"
+        self.background = np.load(background) if background.is_file() else None
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ------------------------------------------------------------ papers
+
+    def paper(self, paper_id: str) -> Paper | None:
+        row = self._db.execute("SELECT json FROM papers WHERE paper_id = ?", (paper_id,)).fetchone()
+        return Paper(**json.loads(row[0])) if row else None
+
+    def papers_by_index(self, indices: Sequence[int]) -> list[Paper]:
+        if not indices:
+            return []
+        marks = ",".join("?" * len(indices))
+        rows = dict(self._db.execute(f"SELECT idx, json FROM papers WHERE idx IN ({marks})",
+                                     [int(i) for i in indices]).fetchall())
+        return [Paper(**json.loads(rows[int(i)])) for i in indices]
+
+    def all_papers(self) -> list[Paper]:
+        rows = self._db.execute("SELECT json FROM papers ORDER BY source_file, position, idx")
+        return [Paper(**json.loads(r[0])) for r in rows]
+
+    def find_prefix(self, prefix: str) -> list[str]:
+        rows = self._db.execute("SELECT paper_id FROM papers WHERE paper_id LIKE ? ESCAPE '\\' "
+                                "LIMIT 5", (_like_prefix(prefix),))
+        return [r[0] for r in rows]
+
+    def indices_matching(self, venue: str | None, year: int | None) -> np.ndarray:
+        clauses, args = [], []
+        if venue:
+            clauses.append("venue_key = ?")
+            args.append(venue.lower())
+        if year is not None:
+            clauses.append("year = ?")
+            args.append(year)
+        where = " AND ".join(clauses) or "1"
+        return np.array([r[0] for r in self._db.execute(f"SELECT idx FROM papers WHERE {where}",
+                                                        args)], dtype=np.int64)
+
+    # ------------------------------------------------------------ search
+
+    def search(self, query: str, n: int, allowed: np.ndarray | None = None
+               ) -> list[tuple[int, float]]:
+        """(paper index, BM25 score) of the n best papers, best first, positive scores only."""
+        if not self._bm25:
+            return []
+        scores = self._bm25.get_scores(tokenize([query], query=True)[0])
+        if allowed is not None:
+            mask = np.zeros_like(scores)
+            mask[allowed] = 1.0
+            scores = scores * mask
+        n = min(n, len(scores))
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top])]
+        return [(int(i), float(scores[i])) for i in top if scores[i] > 0]
+
+
+    def idf(self, terms: Sequence[str]) -> dict[str, float]:
+        """BM25's idf of each term; a term the collection never uses gets the highest idf, as
+        if it were in one document more than the collection holds."""
+        n = max(self.size, 1)
+        out = {}
+        for term in terms:
+            tid = self._bm25.vocab_dict.get(term) if self._bm25 else None
+            df = 0 if tid is None else int(self._bm25.scores["indptr"][tid + 1]
+                                            - self._bm25.scores["indptr"][tid])
+            out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return out
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+# ---------------------------------------------------------------- snapshots on disk
+
+def read_current(folder: Path) -> dict | None:
+    try:
+        return json.loads((folder / CURRENT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def open_current(folder: Path) -> LexicalIndex | None:
+    state = read_current(folder)
+    if not state or not (folder / state["dir"]).is_dir():
+        return None
+    return LexicalIndex(folder / state["dir"], state["fingerprint"])
+
+
+def _position(source: str) -> tuple[str, int]:
+    name, _, pos = source.rpartition("#")
+    return (name, int(pos)) if pos.isdigit() else (source, 0)
+
+
+def write_snapshot(folder: Path, papers: list[Paper], fp: str,
+                   background: np.ndarray | None = None) -> Path:
+    """Write a new snapshot, switch CURRENT to it atomically, then remove older ones.
+
+    `background` is a sample of the collection's vectors: retrieve.py measures how unusual a
+    paper's similarity to a question is against it (the relevance cut)."""
+    import bm25s
+
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"snap-{fp[:12]}-{time.time_ns()}"
+    work = folder / f".tmp-{name}"
+    work.mkdir()
+    db = sqlite3.connect(work / "papers.sqlite")
+    db.execute("CREATE TABLE papers (idx INTEGER PRIMARY KEY, paper_id TEXT UNIQUE, json TEXT, "
+               "venue_key TEXT, year INTEGER, source_file TEXT, position INTEGER)")
+    db.executemany(
+        "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?)",
+        ((i, p.paper_id, json.dumps(asdict(p), ensure_ascii=False), p.venue.lower(), p.year,
+          *_position(p.source)) for i, p in enumerate(papers)),
+    )
+    db.commit()
+    db.close()
+    if papers:
+        retriever = bm25s.BM25(k1=1.2, b=0.75)
+        retriever.index(tokenize([paper_document(p) for p in papers]), show_progress=False)
+        retriever.save(str(work / "bm25"))
+    if background is not None and len(background):
+        np.save(work / "background.npy", background.astype(np.float32))
+    os.replace(work, folder / name)
+    _write_atomically(folder / CURRENT, json.dumps(
+        {"dir": name, "fingerprint": fp, "papers": len(papers)}))
+    for old in folder.iterdir():
+        if old.is_dir() and old.name != name and old.name.startswith(("snap-", ".tmp-snap-")):
+            shutil.rmtree(old, ignore_errors=True)
+    return folder / name
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,161 @@
+"""Terminal and JSON rendering for the CLI (rich). Every string that came from an abstract goes
+through `safe()` first: an abstract must not be able to move the cursor or rewrite the user's
+terminal with escape sequences."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from ragqa.config import Settings
+    from ragqa.corpus import Paper
+    from ragqa.ingest import IngestReport
+    from ragqa.retrieve import SearchResult
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """Drop control characters (ESC, BEL, C1, bidi overrides); keep newlines and tabs."""
+    return _CONTROL.sub("", text)
+
+
+def _markup(text: str) -> str:
+    return escape(safe(text))
+
+
+class Renderer:
+    def __init__(self) -> None:
+        self.console = Console(highlight=False, soft_wrap=False)
+        self.err = Console(stderr=True, highlight=False)
+
+    def json(self, payload: Any) -> None:
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
+
+    # ------------------------------------------------------------ ingest
+
+    def ingest_progress(self, enabled: bool):
+        from ragqa.ingest import Progress
+
+        if not enabled or not self.err.is_terminal:
+            return Progress()
+        return _RichProgress(self.err)
+
+    def ingest_report(self, report: IngestReport, quiet: bool) -> None:
+        parts = [f"{report.added} added", f"{report.updated} updated",
+                 f"{report.deleted} deleted", f"{report.unchanged} unchanged"]
+        if report.moved:
+            parts.append(f"{report.moved} moved")
+        line = (f"Collection [bold]{escape(report.collection)}[/]: {', '.join(parts)}; "
+                f"{report.papers_total} papers in all ({report.chunks} chunks embedded, "
+                f"{report.seconds:.1f} s)")
+        self.console.print(line)
+        if report.skipped_bad:
+            self.err.print(f"[yellow]Skipped {report.skipped_bad} bad records[/]"
+                           + ("" if quiet else ":"))
+            if not quiet:
+                for message in report.skipped_messages[:20]:
+                    self.err.print(f"  {_markup(message)}")
+        if report.not_in_sources:
+            self.err.print(f"{report.not_in_sources} papers of these files are no longer in them;"
+                           " `--prune` deletes them")
+
+    # ------------------------------------------------------------ search
+
+    def search_result(self, result: SearchResult) -> None:
+        if not result.hits:
+            self.console.print(
+                f"No paper in this collection ({result.total_papers} papers) matches "
+                f"“{_markup(result.query)}”.")
+            return
+        noun = "paper" if len(result.hits) == 1 else "papers"
+        self.console.print(f"[bold]{len(result.hits)} {noun}[/] of {result.total_papers} for "
+                           f"“{_markup(result.query)}”\n")
+        for rank, hit in enumerate(result.hits, start=1):
+            paper = hit.paper
+            self.console.print(f"[bold cyan]{rank}.[/] [bold]{_markup(paper.title)}[/]  "
+                               f"[dim]{_markup(paper.source)} · id {paper.paper_id} · "
+                               f"score {hit.score:.4f}[/]")
+            self.console.print(f"   {_markup(hit.best_sentence)}\n")
+
+    # ------------------------------------------------------------ papers
+
+    def paper_table(self, papers: list[Paper], collection: str, full: bool) -> None:
+        if full:
+            for paper in papers:
+                self.paper(paper)
+            return
+        table = Table(title=f"{len(papers)} papers in {escape(collection)}", show_lines=False)
+        for column in ("id", "title", "source", "venue", "year"):
+            table.add_column(column)
+        for p in papers:
+            table.add_row(p.paper_id, _markup(p.title), _markup(p.source), _markup(p.venue),
+                          str(p.year or ""))
+        self.console.print(table)
+
+    def paper(self, paper: Paper) -> None:
+        self.console.print(f"[bold]{_markup(paper.title)}[/]")
+        details = [f"id {paper.paper_id}", _markup(paper.source)]
+        details += [_markup(x) for x in (paper.venue, str(paper.year or ""), paper.authors) if x]
+        self.console.print("[dim]" + " · ".join(details) + "[/]")
+        if paper.url:
+            self.console.print(f"[dim]{_markup(paper.url)}[/]")
+        self.console.print(f"\n{_markup(paper.text)}\n")
+
+    # ------------------------------------------------------------ doctor
+
+    def doctor(self, settings: Settings, collection: str, checks: list[dict]) -> None:
+        table = Table(title="Settings", show_header=False)
+        table.add_column("name")
+        table.add_column("value")
+        for name, value in settings.describe():
+            table.add_row(name, escape(value))
+        self.console.print(table)
+        for check in checks:
+            mark = "[green]ok[/]" if check["ok"] else "[red]FAIL[/]"
+            self.console.print(f"{mark}  {check['check']}: {escape(check['detail'])}")
+
+
+class _RichProgress:
+    """The ingest progress bar: papers, papers/s, ETA (on stderr, only on a terminal)."""
+
+    def __init__(self, console: Console) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._console = console
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(), console=console, transient=True,
+        )
+        self._task = None
+
+    def stage(self, message: str) -> None:
+        self._console.print(f"[dim]{escape(message)}…[/]")
+
+    def start(self, total: int) -> None:
+        self._progress.start()
+        self._task = self._progress.add_task("Embedding", total=total, rate="")
+
+    def advance(self, papers: int) -> None:
+        if self._task is None:
+            return
+        self._progress.advance(self._task, papers)
+        speed = self._progress.tasks[0].speed
+        self._progress.update(self._task, rate=f"{speed:.1f} papers/s" if speed else "")
+
+    def finish(self) -> None:
+        self._progress.stop()

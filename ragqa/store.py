@@ -1,0 +1,346 @@
+"""The Chroma side: client, collections, and what each collection holds.
+
+Chroma is the source of truth. Every chunk carries its paper's metadata; chunk 0 also carries
+the paper's full text, so that everything else (the BM25 index, `ragqa papers`) can be rebuilt
+from Chroma alone, on any machine that reaches the same Chroma server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ragqa.corpus import Paper
+
+if TYPE_CHECKING:
+    from ragqa.config import Settings
+    from ragqa.embeddings import Encoder
+
+SCHEMA_VERSION = 1
+PAGE = 2000  # records per Chroma get(): bounded memory on large collections
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,55}[A-Za-z0-9]$|^[A-Za-z0-9]$")
+
+
+class StoreError(RuntimeError):
+    """Chroma cannot be reached or refused an operation (exit code 1)."""
+
+
+class IndexMismatchError(ValueError):
+    """The collection was built by another embedder (exit code 2)."""
+
+
+def validate_collection_name(name: str) -> str:
+    if not _NAME.match(name) or ".." in name:
+        raise ValueError(
+            f"collection name {name!r} is not valid: use 1-57 letters, digits, '.', '_' or '-', "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
+def local_dir(settings: Settings, collection: str) -> Path:
+    """Where the derived files of a collection live (BM25 index, lock), on this machine."""
+    if settings.uses_chroma_server:
+        place = f"server-{settings.chroma_host}-{settings.chroma_port}"
+    else:
+        place = "local"
+    return settings.home / "indexes" / place / collection
+
+
+@dataclass
+class PaperState:
+    """What Chroma holds of one paper, read from its chunks' metadata. Chunk 0 carries the
+    paper-level fields; a paper without it, or with a chunk count or hash that disagrees, was
+    left half-written (a killed ingest) and is not complete."""
+
+    content_hash: str = ""
+    n_chunks: int = 0
+    source: str = ""
+    chunk_hashes: set[str] = field(default_factory=set)
+    chunks_seen: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return (self.n_chunks > 0 and self.chunks_seen == self.n_chunks
+                and self.chunk_hashes == {self.content_hash})
+
+
+class _RagqaEmbeddingFunction:
+    """Passed to every collection so that Chroma never falls back to (and downloads) its default
+    model. ragqa always sends vectors it computed itself; this only embeds if Chroma asks."""
+
+    def __init__(self, encoder: Encoder | None) -> None:
+        self._encoder = encoder
+
+    def __call__(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002 (Chroma's name)
+        if self._encoder is None:
+            raise StoreError("ragqa collections must be searched through ragqa")
+        return list(self._encoder.embed(list(input)))
+
+    def embed_query(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002
+        return self(input)
+
+    @staticmethod
+    def name() -> str:
+        return "ragqa"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"embedder": self._encoder.embedder_id if self._encoder else ""}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> _RagqaEmbeddingFunction:
+        # Chroma rebuilds the function named in a collection's config when it lists collections;
+        # ragqa always passes its own, so the rebuilt one only has to exist, never to embed.
+        return _RagqaEmbeddingFunction(None)
+
+    def is_legacy(self) -> bool:
+        return False
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine"]
+
+
+def _chroma_settings():
+    from chromadb.config import Settings as ChromaSettings
+
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+def open_client(settings: Settings):
+    import chromadb
+    from chromadb.utils.embedding_functions import known_embedding_functions
+
+    known_embedding_functions.setdefault("ragqa", _RagqaEmbeddingFunction)
+
+    try:
+        if settings.uses_chroma_server:
+            headers = {}
+            if settings.chroma_token:
+                headers["Authorization"] = f"Bearer {settings.chroma_token.reveal()}"
+            client = chromadb.HttpClient(
+                host=settings.chroma_host, port=settings.chroma_port, ssl=settings.chroma_ssl,
+                headers=headers, settings=_chroma_settings(),
+            )
+            client.heartbeat()
+            return client
+        path = settings.home / "chroma"
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+    except StoreError:
+        raise
+    except Exception as exc:  # chromadb raises many kinds; all mean "store unavailable"
+        raise StoreError(describe_chroma_error(settings, exc)) from None
+
+
+def describe_chroma_error(settings: Settings, exc: Exception) -> str:
+    where = (f"Chroma server at {settings.chroma_host}:{settings.chroma_port}"
+             if settings.uses_chroma_server else f"Chroma store at {settings.home / 'chroma'}")
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    token = settings.chroma_token.reveal()
+    if token:
+        detail = detail.replace(token, "***")
+    return f"{where} failed: {detail[:300]}"
+
+
+class Store:
+    """One ragqa collection in Chroma."""
+
+    def __init__(self, settings: Settings, collection: str, encoder: Encoder) -> None:
+        self.settings = settings
+        self.name = validate_collection_name(collection)
+        self.encoder = encoder
+        self._client = open_client(settings)
+        self._collection = None
+
+    @property
+    def chroma_name(self) -> str:
+        return f"ragqa_{self.name}"
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (StoreError, IndexMismatchError):
+            raise
+        except Exception as exc:
+            raise StoreError(f"{what}: {describe_chroma_error(self.settings, exc)}") from None
+
+    def exists(self) -> bool:
+        if self._collection is not None:
+            return True
+        from chromadb.errors import NotFoundError
+
+        try:
+            self._client.get_collection(self.chroma_name,
+                                        embedding_function=_RagqaEmbeddingFunction(self.encoder))
+            return True
+        except NotFoundError:
+            return False
+        except Exception as exc:
+            raise StoreError(describe_chroma_error(self.settings, exc)) from None
+
+    def collection(self, create: bool = False, check: bool = True):
+        """The Chroma collection; `check=False` skips the embedder check, for reading the papers
+        out of a collection that is about to be rebuilt with another embedder."""
+        if self._collection is not None:
+            return self._collection
+        ef = _RagqaEmbeddingFunction(self.encoder)
+        if create:
+            metadata = {"hnsw:space": "cosine", "ragqa_schema": SCHEMA_VERSION,
+                        "ragqa_embedder": self.encoder.embedder_id}
+            coll = self._call("creating the collection", self._client.get_or_create_collection,
+                              name=self.chroma_name, metadata=metadata, embedding_function=ef)
+        else:
+            coll = self._call("opening the collection", self._client.get_collection,
+                              name=self.chroma_name, embedding_function=ef)
+        if not check:
+            return coll
+        self._check_embedder(coll.metadata or {})
+        self._collection = coll
+        return coll
+
+    def _check_embedder(self, metadata: dict) -> None:
+        built_by = metadata.get("ragqa_embedder")
+        if built_by and built_by != self.encoder.embedder_id:
+            raise IndexMismatchError(
+                f"collection {self.name!r} was built with {built_by}, not "
+                f"{self.encoder.embedder_id}; run `ragqa ingest --rebuild` to rebuild it"
+            )
+        built_dim = metadata.get("ragqa_dim")
+        if built_dim and self.encoder.dimension and int(built_dim) != self.encoder.dimension:
+            raise IndexMismatchError(
+                f"collection {self.name!r} holds {built_dim}-dimensional vectors, the embedder "
+                f"gives {self.encoder.dimension}; run `ragqa ingest --rebuild`"
+            )
+
+    def record_dimension(self, dimension: int) -> None:
+        coll = self.collection()
+        if (coll.metadata or {}).get("ragqa_dim") == dimension:
+            return
+        metadata = {k: v for k, v in (coll.metadata or {}).items() if not k.startswith("hnsw:")}
+        self._call("recording the dimension", coll.modify, metadata={**metadata,
+                                                                    "ragqa_dim": dimension})
+
+    def drop(self) -> None:
+        if self.exists():
+            self._call("deleting the collection", self._client.delete_collection, self.chroma_name)
+        self._collection = None
+
+    def count(self) -> int:
+        if not self.exists():
+            return 0
+        return self._call("counting", self.collection().count)
+
+    # ------------------------------------------------------------ reading
+
+    def _pages(self, where: dict | None, include: list[str], check: bool = True
+               ) -> Iterator[dict]:
+        coll = self.collection(check=check)
+        offset = 0
+        while True:
+            page = self._call("reading the collection", coll.get, where=where, include=include,
+                              limit=PAGE, offset=offset)
+            if not page["ids"]:
+                return
+            yield page
+            offset += len(page["ids"])
+
+    def paper_states(self) -> dict[str, PaperState]:
+        """Every paper in the collection, to diff against the sources."""
+        states: dict[str, PaperState] = {}
+        for page in self._pages(None, ["metadatas"]):
+            for meta in page["metadatas"]:
+                state = states.setdefault(str(meta["paper_id"]), PaperState())
+                state.chunk_hashes.add(str(meta["content_hash"]))
+                state.chunks_seen += 1
+                if meta.get("chunk_index") == 0:
+                    state.content_hash = str(meta["content_hash"])
+                    state.n_chunks = int(meta["n_chunks"])
+                    state.source = str(meta["source"])
+        return states
+
+    def iter_papers(self, check: bool = True) -> Iterator[Paper]:
+        """Every paper, rebuilt from its chunk 0."""
+        for page in self._pages({"chunk_index": 0}, ["metadatas"], check=check):
+            for meta in page["metadatas"]:
+                yield paper_from_metadata(meta)
+
+    def sample_vectors(self, paper_ids: Sequence[str], n: int, seed: int = 0) -> np.ndarray:
+        """Chunk-0 vectors of up to n papers drawn at random (seeded: the same collection gives
+        the same sample)."""
+        rng = np.random.default_rng(seed)
+        ids = sorted(paper_ids)
+        chosen = rng.choice(len(ids), size=min(n, len(ids)), replace=False) if ids else []
+        got = self._call("reading vectors", self.collection().get,
+                         ids=[f"{ids[i]}::0" for i in chosen], include=["embeddings"])
+        return np.asarray(got["embeddings"], dtype=np.float32)
+
+    def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[dict]:
+        """The n nearest chunks: dicts with paper_id, similarity, document, metadata."""
+        coll = self.collection()
+        result = self._call("searching", coll.query, query_embeddings=[vector.tolist()],
+                            n_results=n, where=where,
+                            include=["metadatas", "distances", "documents"])
+        hits = []
+        for meta, dist, doc in zip(result["metadatas"][0], result["distances"][0],
+                                   result["documents"][0], strict=True):
+            hits.append({"paper_id": meta["paper_id"], "similarity": 1.0 - float(dist),
+                         "document": doc, "metadata": meta})
+        return hits
+
+    # ------------------------------------------------------------ writing
+
+    def upsert(self, ids: list[str], vectors: np.ndarray, documents: list[str],
+               metadatas: list[dict]) -> None:
+        coll = self.collection(create=True)
+        self._call("writing chunks", coll.upsert, ids=ids, embeddings=vectors,
+                   documents=documents, metadatas=metadatas)
+
+    def delete_papers(self, paper_ids: Sequence[str]) -> None:
+        coll = self.collection()
+        for start in range(0, len(paper_ids), 500):
+            batch = list(paper_ids[start : start + 500])
+            self._call("deleting papers", coll.delete, where={"paper_id": {"$in": batch}})
+
+    def update_sources(self, moves: dict[str, str]) -> None:
+        """Papers whose text is unchanged but whose position in the source moved."""
+        coll = self.collection()
+        for pid, source in moves.items():
+            got = self._call("reading chunks", coll.get, where={"paper_id": pid},
+                             include=["metadatas"])
+            metas = [{**m, "source": source} for m in got["metadatas"]]
+            self._call("updating sources", coll.update, ids=got["ids"], metadatas=metas)
+
+
+def chunk_metadata(paper: Paper, index: int, n_chunks: int) -> dict:
+    meta: dict[str, Any] = {
+        "paper_id": paper.paper_id, "title": paper.title, "source": paper.source,
+        "venue": paper.venue, "venue_key": paper.venue.lower(), "authors": paper.authors,
+        "url": paper.url, "content_hash": paper.content_hash, "chunk_index": index,
+        "n_chunks": n_chunks, "title_derived": paper.title_derived, "line": paper.line,
+    }
+    if paper.year is not None:
+        meta["year"] = paper.year
+    if index == 0:
+        meta["paper_text"] = paper.text
+        meta["extra_json"] = json.dumps(paper.extra, ensure_ascii=False)
+    return meta
+
+
+def paper_from_metadata(meta: dict) -> Paper:
+    return Paper(
+        paper_id=str(meta["paper_id"]), title=str(meta.get("title", "")),
+        text=str(meta.get("paper_text", "")), source=str(meta.get("source", "")),
+        authors=str(meta.get("authors", "")), venue=str(meta.get("venue", "")),
+        year=meta.get("year"), url=str(meta.get("url", "")),
+        title_derived=bool(meta.get("title_derived", False)), line=int(meta.get("line", 0)),
+        extra=json.loads(meta.get("extra_json") or "{}"),
+    )
