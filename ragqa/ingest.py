@@ -170,7 +170,9 @@ def sync_lexical(store: Store, states: dict[str, PaperState] | None = None) -> b
     folder = local_dir(store.settings, store.name)
     if states is None:
         states = store.paper_states() if store.exists() else {}
-    fp = lexical.fingerprint((pid, s.content_hash) for pid, s in states.items() if s.complete)
+    # The source is part of the fingerprint: a moved paper must show its new place.
+    fp = lexical.fingerprint((pid, f"{s.content_hash}@{s.source}")
+                             for pid, s in states.items() if s.complete)
     current = lexical.read_current(folder)
     if current and current.get("fingerprint") == fp and (folder / current["dir"]).is_dir():
         return False

@@ -1,0 +1,250 @@
+"""Retrieval quality of `ragqa search` on BEIR SciFact: nDCG@10, recall@100 and MRR@10.
+
+The data (not part of the repository, licence CC BY-NC) is read from `../shared/data/scifact`
+next to the repository, or from `--data DIR`; where it is absent the script says so and exits 0.
+
+It runs the real CLI as subprocesses, exactly as a user would:
+
+    ragqa ingest <corpus.jsonl.gz> --collection scifact --quiet --json
+    ragqa search --batch <queries.jsonl> --json -k 100 --collection scifact
+
+into a fresh temporary RAGQA_HOME, or into `--home DIR` (kept afterwards; ingest is incremental,
+so a second run on the same folder skips the ~5 min of embedding). Other RAGQA_* settings in the
+environment (chunk size, candidates, ...) apply as usual, so the script also serves for tuning:
+tune on `--split train`, report on `--split test`.
+
+Run it:
+
+    /tmp/venv/bin/python bench/scifact.py                      # test split, temporary home
+    /tmp/venv/bin/python bench/scifact.py --home /tmp/sf-home  # keep the index for next time
+    /tmp/venv/bin/python bench/scifact.py --home /tmp/sf-home --split train --json
+
+The metric functions are small, pure and follow BEIR (pytrec_eval): binary gains, DCG with
+log2(rank + 1), the ideal DCG from the qrels, scores averaged over the queries of the split
+that have qrels (a query with no results scores 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+COLLECTION = "scifact"
+K_RETRIEVE = 100
+
+#: Published nDCG@10 on the SciFact test split (BEIR paper; Anserini; MTEB leaderboard).
+BASELINES: dict[str, float] = {
+    "BM25 (BEIR paper)": 0.665,
+    "BM25 (Anserini flat)": 0.679,
+    "bge-small-en-v1.5 (MTEB)": 0.713,
+}
+
+Qrels = dict[str, dict[str, int]]  # query id -> corpus id -> relevance
+
+
+# ---------------------------------------------------------------- metrics (pure)
+
+def dcg(gains: Iterable[float]) -> float:
+    """Discounted cumulative gain: sum of gain / log2(rank + 1), ranks from 1."""
+    return sum(g / math.log2(rank + 1) for rank, g in enumerate(gains, start=1))
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    """nDCG@k with binary gains (relevance > 0 counts 1), as BEIR reports it."""
+    positives = {doc for doc, rel in relevant.items() if rel > 0}
+    if not positives:
+        return 0.0
+    ideal = dcg([1.0] * min(k, len(positives)))
+    return dcg(1.0 if doc in positives else 0.0 for doc in ranked[:k]) / ideal
+
+
+def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 100) -> float:
+    """Share of the relevant documents found in the top k."""
+    positives = {doc for doc, rel in relevant.items() if rel > 0}
+    if not positives:
+        return 0.0
+    return len(positives.intersection(ranked[:k])) / len(positives)
+
+
+def mrr_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    """Reciprocal rank of the first relevant document in the top k (0 if none)."""
+    for rank, doc in enumerate(ranked[:k], start=1):
+        if relevant.get(doc, 0) > 0:
+            return 1.0 / rank
+    return 0.0
+
+
+def evaluate(run: Mapping[str, Sequence[str]], qrels: Qrels) -> dict[str, float]:
+    """Mean nDCG@10, recall@100 and MRR@10 over every query of `qrels` (missing runs score 0)."""
+    if not qrels:
+        return {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
+    totals = {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
+    for qid, relevant in qrels.items():
+        ranked = run.get(qid, [])
+        totals["ndcg@10"] += ndcg_at_k(ranked, relevant, 10)
+        totals["recall@100"] += recall_at_k(ranked, relevant, 100)
+        totals["mrr@10"] += mrr_at_k(ranked, relevant, 10)
+    return {name: value / len(qrels) for name, value in totals.items()}
+
+
+# ---------------------------------------------------------------- data
+
+def read_qrels(path: Path) -> Qrels:
+    """BEIR qrels TSV (query-id, corpus-id, score), with or without a header line."""
+    qrels: Qrels = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.strip().split("\t")
+        if not line.strip():
+            continue
+        if len(parts) != 3:
+            raise ValueError(f"{path}:{number}: expected 3 tab-separated fields")
+        qid, doc, score = parts
+        if number == 1 and not score.lstrip("-").isdigit():
+            continue  # header
+        qrels.setdefault(qid, {})[doc] = int(score)
+    return qrels
+
+
+def read_queries(path: Path, split: str) -> dict[str, str]:
+    """Query id -> text for the queries of one split."""
+    queries: dict[str, str] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                record = json.loads(line)
+                if record.get("split", split) == split:
+                    queries[str(record["_id"])] = str(record["text"])
+    return queries
+
+
+def count_lines(path: Path) -> int:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def parse_run(output: str) -> dict[str, list[str]]:
+    """`ragqa search --batch --json` lines -> query id -> ranked paper ids."""
+    run: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        if line.strip():
+            record = json.loads(line)
+            run[str(record["_id"])] = [str(hit["paper_id"]) for hit in record["results"]]
+    return run
+
+
+# ---------------------------------------------------------------- running ragqa
+
+def ragqa(args: list[str], home: Path) -> tuple[str, float]:
+    """Run the CLI (this interpreter's `-m ragqa`) with RAGQA_HOME=home: (stdout, seconds)."""
+    env = {**os.environ, "RAGQA_HOME": str(home)}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "ragqa", *args], env=env, text=True,
+                          capture_output=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        raise SystemExit(f"ragqa {args[0]} failed with exit code {done.returncode}")
+    return done.stdout, seconds
+
+
+def run_benchmark(data: Path, home: Path, split: str) -> dict:
+    corpus = data / "corpus.jsonl.gz"
+    qrels = read_qrels(data / f"qrels_{split}.tsv")
+    queries = read_queries(data / "queries.jsonl", split)
+    judged = {qid: rel for qid, rel in qrels.items() if qid in queries}
+    if len(judged) != len(qrels):
+        sys.stderr.write(f"note: {len(qrels) - len(judged)} qrels queries are not in the "
+                         f"{split} split and are ignored\n")
+
+    log(f"ingesting {corpus} into {home} (collection {COLLECTION!r}) ...")
+    out, ingest_s = ragqa(["ingest", str(corpus), "--collection", COLLECTION, "--quiet",
+                           "--json"], home)
+    ingest = json.loads(out)
+    log(f"  {ingest['added']} added, {ingest['unchanged']} unchanged, {ingest['chunks']} chunks "
+        f"in {ingest_s:.1f} s")
+
+    with tempfile.TemporaryDirectory(prefix="scifact-queries-") as tmp:
+        batch = Path(tmp) / f"queries_{split}.jsonl"
+        batch.write_text("".join(json.dumps({"_id": qid, "text": queries[qid]}) + "\n"
+                                 for qid in judged), encoding="utf-8")
+        log(f"searching {len(judged)} {split} queries (k={K_RETRIEVE}) ...")
+        out, search_s = ragqa(["search", "--batch", str(batch), "--json", "-k", str(K_RETRIEVE),
+                               "--collection", COLLECTION], home)
+    run = parse_run(out)
+    return {
+        "dataset": "scifact", "split": split, "queries": len(judged),
+        "answered": sum(1 for qid in judged if run.get(qid)),
+        "corpus": count_lines(corpus), "home": str(home),
+        "metrics": {name: round(value, 4) for name, value in evaluate(run, judged).items()},
+        "baselines_test_ndcg@10": BASELINES,
+        "ingest": {"seconds": round(ingest_s, 1), "added": ingest["added"],
+                   "unchanged": ingest["unchanged"], "chunks": ingest["chunks"],
+                   "papers_total": ingest["papers_total"]},
+        "search": {"seconds": round(search_s, 1),
+                   "ms_per_query": round(1000 * search_s / max(len(judged), 1), 1)},
+    }
+
+
+# ---------------------------------------------------------------- output
+
+def log(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def print_table(result: dict) -> None:
+    m = result["metrics"]
+    print(f"SciFact {result['split']}: {result['queries']} queries, {result['corpus']} abstracts "
+          f"(home {result['home']})")
+    print(f"  {'metric':<12}{'ragqa':>8}")
+    for name in ("ndcg@10", "recall@100", "mrr@10"):
+        print(f"  {name:<12}{m[name]:>8.4f}")
+    print("  published nDCG@10 (test split):")
+    for name, value in BASELINES.items():
+        print(f"    {name:<28}{value:.3f}")
+    ingest, search = result["ingest"], result["search"]
+    print(f"  ingest {ingest['seconds']:.1f} s ({ingest['added']} added, {ingest['unchanged']} "
+          f"unchanged, {ingest['chunks']} chunks); search {search['seconds']:.1f} s "
+          f"({search['ms_per_query']:.0f} ms/query incl. start-up)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=None,
+                        help="folder with the SciFact files (default: ../shared/data/scifact)")
+    parser.add_argument("--home", type=Path, default=None,
+                        help="RAGQA_HOME to ingest into and keep (default: a temporary one)")
+    parser.add_argument("--split", choices=("test", "train"), default="test")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    args = parser.parse_args(argv)
+
+    data = args.data or DEFAULT_DATA / "scifact"
+    if not (data / "corpus.jsonl.gz").is_file():
+        print(f"SciFact data not found at {data}: skipping")
+        return 0
+    if args.home is not None:
+        args.home.mkdir(parents=True, exist_ok=True)
+        result = run_benchmark(data, args.home.resolve(), args.split)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ragqa-scifact-") as tmp:
+            result = run_benchmark(data, Path(tmp), args.split)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

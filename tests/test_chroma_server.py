@@ -1,0 +1,95 @@
+"""Ingest and search against a real `chroma run` server on 127.0.0.1, started by the test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import FULL_DUPLEX
+
+pytestmark = pytest.mark.server
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _chroma_binary() -> str:
+    beside_python = Path(sys.executable).parent / "chroma"
+    found = str(beside_python) if beside_python.exists() else shutil.which("chroma")
+    if not found:
+        pytest.fail("the `chroma` command (from the chromadb package) is not installed")
+    return found
+
+
+def _wait_until_up(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"chroma run exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError("chroma run did not start")
+
+
+@pytest.fixture
+def chroma_server(tmp_path: Path) -> Iterator[int]:
+    port = _free_port()
+    log = (tmp_path / "chroma.log").open("w")
+    process = subprocess.Popen(
+        [_chroma_binary(), "run", "--path", str(tmp_path / "server-data"), "--host",
+         "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_until_up(port, process)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def test_ingest_and_search_through_a_chroma_server(ragqa, home, chroma_server, tmp_path):
+    env = {"RAGQA_CHROMA_HOST": "127.0.0.1", "RAGQA_CHROMA_PORT": str(chroma_server)}
+    first = ragqa("ingest", "--seeds", "--quiet", "--json", **env)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["added"] == 29
+    assert not (home / "chroma").exists(), "the embedded store must not be used"
+    again = json.loads(ragqa("ingest", "--seeds", "--quiet", "--json", **env).stdout)
+    assert again["unchanged"] == 29 and again["chunks"] == 0
+
+    found = json.loads(ragqa("search", FULL_DUPLEX, "--json", **env).stdout)["results"]
+    assert {r["title"] for r in found[:2]} == {"Moshi-RAG", "τ-Voice"}
+
+    # A teammate on another machine (another data folder) searches the same server: the BM25
+    # index is derived from what the server holds.
+    teammate = ragqa("search", FULL_DUPLEX, "--json", RAGQA_HOME=str(tmp_path / "other"), **env)
+    assert teammate.exit_code == 0, teammate.output
+    assert "ingesting" not in teammate.stderr
+    assert [r["paper_id"] for r in json.loads(teammate.stdout)["results"]] == [
+        r["paper_id"] for r in found]
+
+
+def test_server_down_is_a_clear_runtime_error(ragqa):
+    result = ragqa("search", FULL_DUPLEX, RAGQA_CHROMA_HOST="127.0.0.1",
+                   RAGQA_CHROMA_PORT=str(_free_port()))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("ragqa: error: Chroma server at 127.0.0.1:")
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output

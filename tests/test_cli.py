@@ -1,0 +1,61 @@
+"""The command line itself: a light --help, settings from env and .env, doctor, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from ragqa.config import load_settings
+
+HEAVY = ("chromadb", "llama_index", "onnxruntime", "bm25s", "openai")
+
+
+def test_help_imports_no_heavy_library():
+    probe = (
+        "import sys\n"
+        "from ragqa.cli import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert "ingest" in done.stdout and "search" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_real_environment_wins_over_dotenv(tmp_path):
+    env_file = tmp_path / ".env"
+    env_file.write_text("RAGQA_COLLECTION=from_file\nRAGQA_CHUNK_TOKENS=120\n", encoding="utf-8")
+    settings = load_settings({"RAGQA_ENV_FILE": str(env_file), "RAGQA_HOME": str(tmp_path),
+                              "RAGQA_COLLECTION": "from_env"})
+    assert settings.collection == "from_env" and settings.chunk_tokens == 120
+
+
+def test_bad_setting_is_a_usage_error(ragqa):
+    result = ragqa("search", "x", RAGQA_EMBED_PROVIDER="bogus")
+    assert result.exit_code == 2
+    assert result.stderr == ("ragqa: error: RAGQA_EMBED_PROVIDER must be one of local, openai, "
+                             "not 'bogus'\n")
+
+
+def test_doctor_reports_checks_and_masks_secrets(seeded):
+    canary = "sk-canary-0123456789abcdef-SECRET"
+    token = "chroma-token-canary-XYZ987"
+    result = seeded("doctor", "--json", OPENAI_API_KEY=canary, RAGQA_LLM="none",
+                    RAGQA_CHROMA_TOKEN=token)
+    assert canary not in result.output and token not in result.output
+    payload = json.loads(result.stdout)
+    assert payload["settings"]["openai_api_key"] == "sk-…CRET"
+    checks = {c["check"]: c for c in payload["checks"]}
+    assert checks["embedder"]["ok"] and "384 dimensions" in checks["embedder"]["detail"]
+    assert checks["store"]["ok"] and "collection 'default'" in checks["store"]["detail"]
+    assert result.exit_code == 0
+    text = seeded("doctor", OPENAI_API_KEY=canary, RAGQA_LLM="none")
+    assert canary not in text.output and "ok" in text.stdout
+
+
+def test_version():
+    done = subprocess.run([sys.executable, "-m", "ragqa", "--version"], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.startswith("ragqa ")

@@ -1,0 +1,188 @@
+"""Incremental, idempotent ingest: re-runs, edits, prunes, moves, rebuilds, and kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import chromadb
+
+from ragqa import lexical
+from ragqa.config import load_settings
+from ragqa.corpus import read_sources
+from ragqa.ingest import PAPERS_PER_BATCH
+from ragqa.store import local_dir
+
+from .conftest import SEEDS
+
+
+def _ingest(ragqa, *args: str) -> dict:
+    result = ragqa("ingest", *args, "--quiet", "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _chunks(home: Path, collection: str = "default") -> list[dict]:
+    client = chromadb.PersistentClient(path=str(home / "chroma"),
+                                       settings=chromadb.config.Settings(anonymized_telemetry=False))
+    return client.get_collection(f"ragqa_{collection}").get(include=["metadatas"])["metadatas"]
+
+
+def _consistent_paper_ids(home: Path, collection: str = "default") -> set[str]:
+    """The papers of the collection, after checking Chroma and the BM25 snapshot agree and no
+    paper has missing or duplicate chunks."""
+    metas = _chunks(home, collection)
+    by_paper: dict[str, list[int]] = {}
+    for meta in metas:
+        by_paper.setdefault(meta["paper_id"], []).append(meta["chunk_index"])
+        assert meta["n_chunks"] >= 1
+    for pid, indices in by_paper.items():
+        n = next(m["n_chunks"] for m in metas if m["paper_id"] == pid)
+        assert sorted(indices) == list(range(n)), f"paper {pid} has chunks {indices} of {n}"
+    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
+    snapshot = lexical.open_current(local_dir(settings, collection))
+    assert snapshot is not None
+    assert {p.paper_id for p in snapshot.all_papers()} == set(by_paper)
+    return set(by_paper)
+
+
+def test_reingest_changes_nothing_and_embeds_nothing(seeded, home):
+    before = _chunks(home)
+    report = _ingest(seeded, "--seeds")
+    assert (report["added"], report["updated"], report["deleted"]) == (0, 0, 0)
+    assert report["unchanged"] == 29 and report["chunks"] == 0
+    assert report["lexical_rebuilt"] is False
+    def dump(m: dict) -> str:
+        return json.dumps(m, sort_keys=True)
+
+    assert sorted(map(dump, _chunks(home))) == sorted(map(dump, before))
+
+
+def test_edited_abstract_is_replaced_without_stale_chunks(ragqa, home, seeds_copy):
+    _ingest(ragqa, str(seeds_copy))
+    path = seeds_copy / "000_5a03819fc22e34a3.txt"
+    old = read_sources([path]).papers[3]
+    assert old.title == "Moshi-RAG"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("Moshi-RAG", "Moshi-RAG2"), encoding="utf-8")
+    report = _ingest(ragqa, str(seeds_copy))
+    assert report["updated"] + report["added"] == 1 and report["deleted"] + report["updated"] == 1
+    ids = _consistent_paper_ids(home)
+    assert old.paper_id not in ids and len(ids) == 29
+    assert not [m for m in _chunks(home) if m["paper_id"] == old.paper_id]
+    found = ragqa("search", "Moshi-RAG2 full-duplex retrieval", "--json")
+    assert json.loads(found.stdout)["results"][0]["title"] == "Moshi-RAG2"
+
+
+def test_record_with_own_id_edited_in_place(ragqa, home, tmp_path):
+    source = tmp_path / "c.jsonl"
+    rows = [{"id": f"p{i}", "title": f"Paper {i}", "abstract": f"Abstract number {i} about "
+             "graph neural networks and message passing on molecules."} for i in range(3)]
+    source.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    _ingest(ragqa, str(source))
+    rows[1]["abstract"] = "A completely different abstract on speech recognition " * 40
+    source.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    report = _ingest(ragqa, str(source))
+    assert (report["updated"], report["added"], report["unchanged"]) == (1, 0, 2)
+    chunks = [m for m in _chunks(home) if m["paper_id"] == "p1"]
+    assert len(chunks) == chunks[0]["n_chunks"] > 1
+    assert {m["content_hash"] for m in chunks} == {chunks[0]["content_hash"]}
+    assert _consistent_paper_ids(home) == {"p0", "p1", "p2"}
+
+
+def test_removed_abstract_kept_until_prune(ragqa, home, seeds_copy):
+    _ingest(ragqa, str(seeds_copy))
+    path = seeds_copy / "001_f2883c612296ae37.txt"
+    blocks = path.read_text(encoding="utf-8").split("\n\n")
+    removed = read_sources([path]).papers[-1]
+    path.write_text("\n\n".join(blocks[:-1]) + "\n", encoding="utf-8")
+    report = _ingest(ragqa, str(seeds_copy))
+    assert report["not_in_sources"] == 1 and removed.paper_id in _consistent_paper_ids(home)
+    report = _ingest(ragqa, str(seeds_copy), "--prune")
+    assert report["deleted"] == 1
+    ids = _consistent_paper_ids(home)
+    assert removed.paper_id not in ids and len(ids) == 28
+
+
+def test_moved_abstract_keeps_its_vectors_and_gets_its_new_source(ragqa, home, seeds_copy):
+    _ingest(ragqa, str(seeds_copy))
+    path = seeds_copy / "000_5a03819fc22e34a3.txt"
+    header, *blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    path.write_text("\n\n".join([header, blocks[-1], *blocks[:-1]]) + "\n", encoding="utf-8")
+    report = _ingest(ragqa, str(seeds_copy))
+    assert report["chunks"] == 0 and report["moved"] == 10
+    first = read_sources([path]).papers[0]
+    shown = json.loads(ragqa("show", first.paper_id, "--json").stdout)
+    assert shown["source"] == "000_5a03819fc22e34a3.txt#1" and shown["title"] == "AudioChat"
+
+
+def test_other_embedder_is_a_clear_error_and_rebuild_fixes_it(seeded, home):
+    # Pretend the collection was built by another embedder.
+    client = chromadb.PersistentClient(path=str(home / "chroma"),
+                                       settings=chromadb.config.Settings(anonymized_telemetry=False))
+    coll = client.get_collection("ragqa_default")
+    meta = {k: v for k, v in coll.metadata.items() if not k.startswith("hnsw:")}
+    coll.modify(metadata={**meta, "ragqa_embedder": "openai:text-embedding-3-small@x"})
+    del client
+    result = seeded("search", "full-duplex speech")
+    assert result.exit_code == 2
+    assert "ragqa ingest --rebuild" in result.stderr and "Traceback" not in result.output
+    report = _ingest(seeded, "--rebuild")
+    assert report["added"] == 29
+    assert seeded("search", "full-duplex speech").exit_code == 0
+
+
+def test_bm25_snapshot_repaired_when_it_disagrees_with_chroma(seeded, home):
+    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
+    folder = local_dir(settings, "default")
+    (folder / lexical.CURRENT).unlink()  # as if killed after the upsert, before the rebuild
+    report = _ingest(seeded, "--seeds")
+    assert report["lexical_rebuilt"] is True and report["chunks"] == 0
+    assert len(_consistent_paper_ids(home)) == 29
+
+
+def _many_papers(path: Path, n: int) -> set[str]:
+    seeds = [p for f in sorted(SEEDS.glob("*.txt")) for p in read_sources([f]).papers]
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(n):
+            base = seeds[i % len(seeds)]
+            handle.write(json.dumps({"id": f"k{i}", "title": f"{base.title} #{i}",
+                                     "abstract": base.text}) + "\n")
+    return {f"k{i}" for i in range(n)}
+
+
+def _chunks_written(home: Path) -> int:
+    """Chunks in Chroma's SQLite file, read without opening a second Chroma client."""
+    database = home / "chroma" / "chroma.sqlite3"
+    if not database.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.1) as db:
+            return db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_during_ingest_then_rerun_gives_exactly_the_sources(tmp_path, home):
+    source = tmp_path / "many.jsonl"
+    expected = _many_papers(source, 2 * PAPERS_PER_BATCH)
+    env = {**os.environ, "RAGQA_HOME": str(home)}
+    command = [sys.executable, "-m", "ragqa", "ingest", str(source), "--quiet"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while _chunks_written(home) == 0 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "ingest finished before it could be killed"
+    process.send_signal(signal.SIGKILL)  # mid-way: the first batch is in Chroma, the rest not
+    process.wait()
+    assert _chunks_written(home) > 0
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert _consistent_paper_ids(home) == expected
