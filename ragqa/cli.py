@@ -129,7 +129,8 @@ def ingest(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Add abstracts to a collection: incremental, idempotent, safe to interrupt."""
-    from ragqa.ingest import ingest_paths
+    from ragqa.corpus import read_sources
+    from ragqa.ingest import ingest_sources
     from ragqa.resources import seed_files
 
     out = Renderer()
@@ -139,10 +140,10 @@ def ingest(
             raise UsageError("name files or folders to ingest, or use --seeds for the bundled "
                              "ICML 2026 abstracts")
         settings, name = _settings(collection)
+        read = read_sources(sources, skip_bad=skip_bad) if sources else None
         store = _open_store(settings, name)
         progress = out.ingest_progress(enabled=not quiet and not as_json)
-        report = ingest_paths(store, sources, prune=prune, skip_bad=skip_bad, rebuild=rebuild,
-                              progress=progress)
+        report = ingest_sources(store, read, prune=prune, rebuild=rebuild, progress=progress)
         if as_json:
             out.json(asdict(report))
         else:
@@ -229,6 +230,65 @@ def search(
             out.json(search_json(result, name))
         else:
             out.search_result(result)
+
+
+# ---------------------------------------------------------------- ask
+
+def answer_json(answer: Any) -> dict:
+    return {
+        "question": answer.question, "mode": answer.mode, "answer": answer.text,
+        "citations": [asdict(c) for c in answer.citations], "unsupported": answer.unsupported,
+        "dropped_citations": answer.dropped_citations, "language": answer.language,
+        "retrieval_query": answer.retrieval_query, "notice": answer.notice,
+        "model": answer.model, "total_papers": answer.total_papers,
+        "papers": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
+                    "source": h.paper.source, "score": round(h.score, 6)} for h in answer.hits],
+    }
+
+
+def _llm_for(settings: Settings, choice: str | None):
+    from ragqa.llm import make_llm
+
+    if choice not in (None, "auto", "openai", "none"):
+        raise UsageError(f"--llm must be auto, openai or none, not {choice!r}")
+    if choice and choice != "auto":
+        settings = settings.with_overrides(llm=choice)
+    return make_llm(settings)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question about the papers.")],
+    llm: Annotated[str | None, typer.Option(
+        "--llm", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set), openai, "
+        "or none (extractive).")] = None,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="Wait for the whole answer.")
+                         ] = False,
+    k: Annotated[int | None, typer.Option("-k", "--top", min=1, help="At most this many "
+                                          "papers as sources.")] = None,
+    venue: Annotated[str | None, typer.Option(help="Only papers of this venue.")] = None,
+    year: Annotated[int | None, typer.Option(help="Only papers of this year.")] = None,
+    collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Answer a question from the papers, every sentence cited and checked."""
+    from ragqa.answer import answer_question
+
+    out = Renderer()
+    with _errors(debug):
+        if not question.strip():
+            raise UsageError("the question is empty")
+        settings, name = _settings(collection)
+        model = _llm_for(settings, llm)
+        retriever = _open_for_query(settings, name, quiet=as_json)
+        stream = model is not None and not no_stream and not as_json and out.is_terminal
+        with out.streaming(enabled=stream) as on_token:
+            answer = answer_question(retriever, question.strip(), llm=model,
+                                     on_token=on_token if stream else None, k=k, venue=venue,
+                                     year=year)
+        if as_json:
+            out.json(answer_json(answer))
+        else:
+            out.answer(answer)
 
 
 # ---------------------------------------------------------------- papers, show

@@ -15,6 +15,7 @@ import io
 import json
 import re
 import unicodedata
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,14 +89,13 @@ _URL = re.compile(r"https?://[^\s<>()\[\]{}\"']+")
 
 
 def extract_urls(text: str) -> list[str]:
-    return [u.rstrip(".,;:") for u in _URL.findall(text)]
+    # Trailing punctuation and Markdown emphasis (`_https://x/CPO_.`) are not part of a link.
+    return [u.rstrip(".,;:!?*_`'\"”’。，；") for u in _URL.findall(text)]
 
 
 # ---------------------------------------------------------------- derived titles
 
-_LATEX_WRAP = re.compile(
-    r"\\(?:textbf|textit|emph|underline|mathrm|mathbf|text|texttt)\{([^{}]*)\}"
-)
+_LATEX_WRAP = re.compile(r"\\[A-Za-z]+\{([^{}]*)\}")  # \textbf{X}, \textsc{X}, \mathcal{X} -> X
 _MATH = re.compile(r"\$([^$]*)\$")
 _MARKDOWN = re.compile(r"(\*\*|__|\*|`)")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -119,8 +119,19 @@ _INTRO = re.compile(
     re.IGNORECASE,
 )
 _NAMED = re.compile(r"\b(?:called|named|dubbed|termed|coined)\s+", re.IGNORECASE)
-_ACRONYM = re.compile(r"\(([^()\s]*[A-Z][^()\s]*[A-Z0-9][^()\s]*(?: [A-Z][\w-]*)?)\)")
+# Bounded and without nested quantifiers: a long unclosed "(" must not backtrack for minutes.
+_ACRONYM_CANDIDATE = re.compile(r"\(([^()\s]{2,40}(?: [A-Z][\w-]{0,40})?)\)")
 _NAME_TOKEN = re.compile(r"^[^\s,;:()]+")
+
+
+def _find_acronym(text: str) -> str | None:
+    """The first "(XYZ)" in text that reads as a name: two capitals or a capital and a digit."""
+    for match in _ACRONYM_CANDIDATE.finditer(text):
+        inner = match.group(1)
+        if sum(ch.isupper() for ch in inner) >= 2 or (
+                any(ch.isupper() for ch in inner) and any(ch.isdigit() for ch in inner)):
+            return inner
+    return None
 
 
 def _looks_like_name(token: str, followed_by: str) -> bool:
@@ -138,18 +149,18 @@ def _looks_like_name(token: str, followed_by: str) -> bool:
 def _name_after(phrase: str) -> str | None:
     phrase = phrase.lstrip()
     clause = re.split(r",|;|\.\s| which | that | to | for |: ", phrase, maxsplit=1)[0]
-    acronym = _ACRONYM.search(clause)
+    acronym = _find_acronym(clause)
     if acronym:
-        return acronym.group(1)
+        return acronym
     token = _NAME_TOKEN.match(phrase)
     if token and _looks_like_name(token.group(0), phrase[token.end():]):
         return token.group(0).rstrip(".")
     # "a unified framework: adaptive ... gradients (A2SG)": the name follows a colon.
     head = re.split(r"\.\s", phrase, maxsplit=1)[0][:200]
     if ":" in head:
-        acronym = _ACRONYM.search(head.split(":", 1)[1].split(",")[0])
+        acronym = _find_acronym(head.split(":", 1)[1].split(",")[0])
         if acronym:
-            return acronym.group(1)
+            return acronym
     return None
 
 
@@ -162,9 +173,9 @@ def derive_title(text: str, max_words: int = 10) -> str:
             if name:
                 return name
     first_sentence = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0].rstrip(".")
-    words = first_sentence.split()
+    words = first_sentence.split() or plain.split() or ["Untitled"]
     if len(words) <= max_words:
-        return first_sentence
+        return " ".join(words)
     return " ".join(words[:max_words]).rstrip(",;:") + "…"
 
 
@@ -194,7 +205,7 @@ def _read_text(path: Path) -> str:
         raw = path.read_bytes()
         if path.name.endswith(".gz"):
             raw = gzip.decompress(raw)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         raise CorpusError(path, None, f"cannot read: {exc}") from None
     return _decode(path, raw).replace("\r\n", "\n").replace("\r", "\n")
 
@@ -238,6 +249,9 @@ def _read_seeds(path: Path, text: str) -> Iterator[Paper | CorpusError]:
         label = blocks[0][1]
         venue, year = venue_from_header(label)
         blocks = blocks[1:]
+    if len(blocks) == 1 and _is_header(blocks[0][1]):
+        yield CorpusError(path, blocks[0][0], "only a header line, no abstracts")
+        return
     for position, (line, block) in enumerate(blocks, start=1):
         body = " ".join(block.split("\n"))
         if len(body) < 20:
@@ -304,12 +318,12 @@ def paper_from_record(record: dict, source: str, line: int = 0) -> Paper:
     """One JSON/CSV record -> Paper; ValueError says what is wrong with it."""
     text = _string_field(record, "abstract") or _string_field(record, "text")
     title = strip_marks(_string_field(record, "title"))
-    if not text and not title:
-        raise ValueError("record has no text (no 'abstract' or 'text' field)")
+    if not text:
+        raise ValueError("record has no text (an empty or missing 'abstract' or 'text' field)")
     own_id = _string_field(record, "id") or _string_field(record, "_id")
     if own_id and any(ord(ch) < 32 for ch in own_id):
         raise ValueError(f"id {own_id!r} contains control characters")
-    body = text or title
+    body = text
     extra = {k: _scalar(v) for k, v in record.items() if k not in KNOWN_FIELDS and v is not None}
     urls = extract_urls(body)
     if urls and "code_urls" not in extra:
@@ -343,17 +357,33 @@ def _read_jsonl(path: Path, text: str) -> Iterator[Paper | CorpusError]:
 
 
 def _read_csv(path: Path, text: str) -> Iterator[Paper | CorpusError]:
-    reader = csv.DictReader(io.StringIO(text))
-    columns = {c.strip().lower() for c in reader.fieldnames or []}
+    csv.field_size_limit(16 * 1024 * 1024)  # a long abstract is one field
+    # strict: an unclosed quote is an error, not a record that swallows the rest of the file
+    reader = csv.DictReader(io.StringIO(text), strict=True)
+    try:
+        columns = {c.strip().lower() for c in reader.fieldnames or []}
+    except csv.Error as exc:
+        yield CorpusError(path, 1, f"malformed CSV header: {exc}")
+        return
     if not columns & {"abstract", "text"}:
         yield CorpusError(path, 1, "CSV header needs an 'abstract' or 'text' column")
         return
-    for position, row in enumerate(reader, start=1):
+    position = 0
+    while True:
+        start = reader.line_num + 1  # a quoted field may span lines: report where it starts
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield CorpusError(path, start, f"malformed CSV: {exc}")
+            return
+        position += 1
         record = {(k or "").strip().lower(): v for k, v in row.items() if k}
         try:
-            yield paper_from_record(record, f"{path.name}#{position}", reader.line_num)
+            yield paper_from_record(record, f"{path.name}#{position}", start)
         except ValueError as exc:
-            yield CorpusError(path, reader.line_num, str(exc))
+            yield CorpusError(path, start, str(exc))
 
 
 # ---------------------------------------------------------------- entry points

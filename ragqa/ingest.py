@@ -223,20 +223,25 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     return report
 
 
-def ingest_paths(store: Store, paths: Sequence[Path], prune: bool = False, skip_bad: bool = False,
-                 rebuild: bool = False, progress: Progress | None = None) -> IngestReport:
-    """Parse every source first (bad input fails before anything is written), then ingest.
+def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
+                   rebuild: bool = False, progress: Progress | None = None) -> IngestReport:
+    """Ingest parsed sources (parse with `read_sources` first, so bad input fails before
+    anything is opened or written).
 
-    `rebuild` drops the collection first, e.g. to re-embed with another embedder; with no paths
-    it re-embeds the papers the collection already holds."""
-    read = read_sources(paths, skip_bad=skip_bad) if paths else ReadReport([], [])
+    `rebuild` drops the collection first, e.g. to re-embed with another embedder; with no
+    sources it re-embeds the papers the collection already holds."""
+    read = read or ReadReport([], [])
     with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout):
         papers = read.papers
         if rebuild:
-            if not paths:
+            if not papers:
                 papers = list(store.iter_papers(check=False)) if store.exists() else []
             store.drop()
         report = ingest_papers(store, papers, prune=prune, progress=progress)
     report.skipped_bad = len(read.skipped)
     report.skipped_messages = [str(e) for e in read.skipped]
     return report
+
+
+def ingest_paths(store: Store, paths: Sequence[Path], **options) -> IngestReport:
+    return ingest_sources(store, read_sources(paths), **options)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -35,6 +37,10 @@ class Renderer:
     def __init__(self) -> None:
         self.console = Console(highlight=False, soft_wrap=False)
         self.err = Console(stderr=True, highlight=False)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.console.is_terminal
 
     def json(self, payload: Any) -> None:
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
@@ -84,6 +90,54 @@ class Renderer:
                                f"[dim]{_markup(paper.source)} · id {paper.paper_id} · "
                                f"score {hit.score:.4f}[/]")
             self.console.print(f"   {_markup(hit.best_sentence)}\n")
+
+    # ------------------------------------------------------------ answers
+
+    @contextmanager
+    def streaming(self, enabled: bool) -> Iterator[Callable[[str], None]]:
+        """Shows tokens as they arrive, then clears them: what stays on screen is the checked
+        answer that `answer()` renders afterwards."""
+        if not enabled:
+            yield lambda token: None
+            return
+        from rich.live import Live
+        from rich.text import Text
+
+        shown = Text(style="dim")
+        with Live(shown, console=self.console, transient=True, refresh_per_second=12) as live:
+            def on_token(token: str) -> None:
+                shown.append(safe(token))
+                live.update(shown)
+
+            yield on_token
+
+    def answer(self, answer: Any) -> None:
+        from rich.markdown import Markdown
+
+        if answer.mode == "llm":
+            header = f"Written answer by {escape(answer.model)}; citations checked."
+        else:
+            header = ("Extractive answer (no LLM configured): sentences quoted from the abstracts."
+                      " Set OPENAI_BASE_URL or OPENAI_API_KEY for written answers.")
+        self.console.print(f"[dim]{header}[/]")
+        if answer.notice:
+            self.console.print(f"[yellow]{escape(answer.notice)}[/]")
+        if answer.language != "English" and answer.retrieval_query != answer.question:
+            self.console.print(f"[dim]Searched for: {_markup(answer.retrieval_query)}[/]")
+        self.console.print()
+        self.console.print(Markdown(safe(answer.text)))
+        if answer.unsupported:
+            self.console.print("\n[yellow]Not supported by the abstracts they cite:[/]")
+            for item in answer.unsupported:
+                self.console.print(f"  [yellow]⚠[/] {_markup(item['sentence'])}")
+        if answer.dropped_citations:
+            self.console.print(f"[dim]{answer.dropped_citations} citation(s) of sources that "
+                               "were not retrieved were removed.[/]")
+        if answer.citations:
+            self.console.print("\n[bold]References[/]")
+            for c in answer.citations:
+                self.console.print(f"  [{c.n}] {_markup(c.title)}  [dim]{_markup(c.source)} · "
+                                   f"id {c.paper_id}[/]")
 
     # ------------------------------------------------------------ papers
 

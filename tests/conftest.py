@@ -70,3 +70,13 @@ def seeds_copy(tmp_path: Path) -> Path:
     folder = tmp_path / "src"
     shutil.copytree(SEEDS, folder)
     return folder
+
+
+@pytest.fixture
+def llm_server():
+    """The loopback OpenAI-compatible server (tests/llm_server.py), started for one test."""
+    from .llm_server import LoopbackLLM
+
+    server = LoopbackLLM().start()
+    yield server
+    server.stop()

@@ -11,7 +11,6 @@ import io
 import json
 import signal
 import tempfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,11 +40,6 @@ ABSTRACT_3 = (
     "Spiking neural networks are hard to train because spikes are not differentiable. We study "
     "surrogate gradients and show when they converge to flat minima."
 )
-
-
-def _bug(reason: str, raises: type[BaseException] = AssertionError) -> pytest.MarkDecorator:
-    """A known bug in ragqa: the test fails now, for this reason, and must pass once fixed."""
-    return pytest.mark.xfail(strict=True, raises=raises, reason=f"BUG: {reason}")
 
 
 def _seed_papers(*names: str) -> list[Paper]:
@@ -144,8 +138,6 @@ def test_header_line_becomes_the_venue_label(tmp_path, header, venue, year):
     assert all((p.venue, p.year, p.extra["venue_label"]) == (venue, year, header) for p in papers)
 
 
-@_bug("a seeds file holding only its header line makes the header a paper (corpus._read_seeds "
-      "only looks for a header when the file has more than one block)", pytest.fail.Exception)
 def test_a_header_alone_is_never_a_paper(tmp_path):
     path = _write(tmp_path / "only_header.txt", "NeurIPS 2025 Accepted Papers\n")
     with pytest.raises(CorpusError):
@@ -202,8 +194,33 @@ def test_derive_title_falls_back_to_a_short_plain_lead_phrase(text):
     assert title.split()[0] in text.replace("**", "")
 
 
-@_bug("catastrophic backtracking in corpus._ACRONYM: after 'we propose', an unclosed '(' "
-      "followed by a long unbroken token takes cubic time (3,000 chars: ~7 min)", TimeoutError)
+
+@pytest.mark.parametrize("text, name", [
+    ("We propose $\\texttt{CodeR}$, a repository-level code retrieval approach.", "CodeR"),
+    ("We present *SparseFlow*, a sparse attention method for video diffusion.", "SparseFlow"),
+    ("We present __Orca__, a system for serving LLMs with low latency.", "Orca"),
+    ("We introduce \\emph{\\textbf{Aria}}, a multimodal assistant for robots.", "Aria"),
+    pytest.param("We introduce \\textsc{Lumen}, a benchmark for long-context reasoning.",
+                 "Lumen", id="textsc"),
+    pytest.param("We propose \\textsf{FastKV}, a cache compression method for long inputs.",
+                 "FastKV", id="textsf"),
+    pytest.param("We introduce \\textbf{\\textsc{Aria}}, a multimodal assistant for robots.",
+                 "Aria", id="nested-textsc"),
+    pytest.param("We propose $\\mathcal{M}$-Net, a network for structured prediction.",
+                 "-Net", id="mathcal-name"),
+    pytest.param("$\\mathcal{O}(n)$ attention is possible with kernels, and we show how to "
+                 "learn them well.", "attention", id="mathcal-lead"),
+])
+def test_derived_titles_carry_no_latex_commands(text, name):
+    title = derive_title(text)
+    assert name in title
+    assert not any(mark in title for mark in ("\\", "{", "}", "$", "*", "__", "`")), title
+
+
+def test_a_derived_title_is_never_empty():
+    assert derive_title("... and we show that transformers can learn to sort long lists.")
+
+
 def test_derive_title_is_fast_on_an_unclosed_parenthesis():
     def too_slow(*_args):
         raise TimeoutError("derive_title took longer than 2 s")
@@ -229,8 +246,7 @@ def test_derive_title_is_fast_on_an_unclosed_parenthesis():
         "https://github.com/kyutai-labs/hibiki-zero",
         "https://huggingface.co/datasets/kyutai/Audio-NTREX-4L",
     ]),
-    pytest.param("CPO", ["https://github.com/visitworld123/CPO"], marks=_bug(
-        "'_https://github.com/visitworld123/CPO_.' (Markdown italics) keeps its closing '_'")),
+    pytest.param("CPO", ["https://github.com/visitworld123/CPO"]),
 ])
 def test_seed_code_links_are_extracted_without_trailing_punctuation(title, urls):
     paper = _by_title(_seed_papers())[title]
@@ -262,8 +278,7 @@ for _case, _text in [("exclamation", f"Code is at {_LINK}!"),
                      ("backticks", f"Code is at `{_LINK}`."),
                      ("curly-quotes", f"Code is at “{_LINK}”."),
                      ("ideographic-full-stop", f"代码见 {_LINK}。")]:
-    _WRAPPED_LINKS.append(pytest.param(_text, id=_case, marks=_bug(
-        "corpus.extract_urls only strips '.,;:' from the end of a link")))
+    _WRAPPED_LINKS.append(pytest.param(_text, id=_case))
 
 
 @pytest.mark.parametrize("sentence", _WRAPPED_LINKS)
@@ -329,8 +344,6 @@ def test_csv_rows_map_to_papers(tmp_path, text_column):
     assert second.title == "TableAgent-Bench" and second.title_derived and second.year is None
 
 
-@_bug("a CSV error names the line where a multi-line record ends (csv reader.line_num), not "
-      "where it starts")
 def test_csv_error_names_the_line_where_a_multiline_record_starts(tmp_path):
     path = _write(tmp_path / "multi.csv",
                   f'abstract,year\n"{ABSTRACT_1}\nsecond line\nthird line",soon\n')
@@ -445,13 +458,9 @@ _BAD_INPUTS = [
     pytest.param("notgzip.jsonl.gz", _jsonl({"abstract": ABSTRACT_1}), "notgzip.jsonl.gz",
                  id="gz-that-is-not-gzip"),
     pytest.param("corrupt.jsonl.gz", _gzip_with_corrupt_body(), "corrupt.jsonl.gz",
-                 id="gz-with-corrupt-body", marks=_bug(
-                     "zlib.error from gzip.decompress escapes corpus._read_text (it catches "
-                     "OSError/EOFError/BadGzipFile only): a traceback, not exit 2", zlib.error)),
+                 id="gz-with-corrupt-body"),
     pytest.param("unclosed.csv", _csv_with_unclosed_quote(), "unclosed.csv",
-                 id="csv-unclosed-quote", marks=_bug(
-                     "csv.Error ('field larger than field limit (131072)') escapes "
-                     "corpus._read_csv: a traceback, not exit 2", csv.Error)),
+                 id="csv-unclosed-quote"),
 ]
 
 

@@ -1,0 +1,316 @@
+"""Answers with verified citations: extractive offline, or written by an LLM.
+
+Both modes end in the same citation check: citations are parsed (`[1]`, `[1, 3]`, `[2-4]`),
+numbers that name no source are dropped and counted, the rest renumbered 1..k in order of first
+use, and every cited sentence is scored against the abstracts it cites; sentences they do not
+support are reported. What is shown and stored is always the checked answer.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragqa import lexical
+from ragqa.resources import bundled_dir
+from ragqa.retrieve import Hit, split_sentences, topic_of
+
+if TYPE_CHECKING:
+    from ragqa.config import Settings
+    from ragqa.embeddings import Encoder
+    from ragqa.llm import ChatLLM
+    from ragqa.retrieve import Retriever
+
+# A cited sentence whose best cosine similarity to the sentences of the abstracts it cites is
+# below this is reported as unsupported (calibrated by bench/calibrate_support.py on SciFact's
+# rationale sentences; see README).
+SUPPORT_THRESHOLD = 0.45
+MAX_SOURCES = 12
+_CITATION = re.compile(r"\[\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[-–]\s*\d+)?)*)\s*\]")
+_LIST_QUESTION = re.compile(
+    r"^\s*(?:which|what|list|find|show|name|give)\b.{0,40}?\b(?:papers?|works?|studies|articles)"
+    r"|^\s*(?:are there|is there)\b.{0,30}\b(?:papers?|works?)"
+    r"|^\s*(?:papers?|works?|studies)\s+(?:on|about|that|which|using|with)\b",
+    re.IGNORECASE,
+)
+_QUANTITY = re.compile(r"\b(?:how (?:many|much|fast|large|long|big)|what (?:speedup|accuracy|"
+                       r"percentage|number|size|score|rate)|by how)\b", re.IGNORECASE)
+
+
+# ---------------------------------------------------------------- prompts
+
+def load_prompt(name: str, settings: Settings) -> str:
+    """prompts/NAME.txt, from RAGQA_PROMPTS_DIR when it has the file, else the bundled one."""
+    for folder in (settings.prompts_dir, bundled_dir("prompts")):
+        if folder and (Path(folder) / f"{name}.txt").is_file():
+            return (Path(folder) / f"{name}.txt").read_text(encoding="utf-8")
+    raise FileNotFoundError(f"prompt {name}.txt not found")
+
+
+def fill(template: str, **values: str) -> str:
+    """Replace {name} placeholders, and nothing else: braces elsewhere (LaTeX in abstracts, JSON
+    in a user's prompt) stay as they are."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def sources_block(hits: Sequence[Hit]) -> str:
+    """The retrieved papers, numbered, as delimited data. An abstract cannot close the block."""
+    parts = []
+    for n, hit in enumerate(hits, start=1):
+        paper = hit.paper
+        body = re.sub(r"</?\s*sources?\b", "‹source", paper.text, flags=re.IGNORECASE)
+        parts.append(f'<source n="{n}" title="{paper.title}" id="{paper.paper_id}">\n'
+                     f"{body}\n</source>")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- language
+
+_SCRIPTS = (("CJK", "Chinese"), ("HIRAGANA", "Japanese"), ("KATAKANA", "Japanese"),
+            ("HANGUL", "Korean"), ("CYRILLIC", "Russian"), ("ARABIC", "Arabic"),
+            ("HEBREW", "Hebrew"), ("GREEK", "Greek"), ("DEVANAGARI", "Hindi"), ("THAI", "Thai"))
+_STOPWORDS = {
+    "English": {"the", "which", "what", "of", "and", "is", "are", "do", "does", "papers", "how",
+                "on", "in", "for", "with", "about", "to"},
+    "French": {"le", "la", "les", "des", "quels", "quelles", "articles", "sur", "est", "et", "du"},
+    "German": {"der", "die", "das", "welche", "und", "ist", "mit", "über", "arbeiten", "zu"},
+    "Spanish": {"el", "los", "las", "qué", "cuáles", "artículos", "sobre", "es", "y", "del"},
+    "Portuguese": {"os", "as", "quais", "artigos", "sobre", "é", "e", "do", "da", "que"},
+    "Italian": {"il", "gli", "quali", "articoli", "sono", "è", "e", "della", "che", "di"},
+}
+
+
+def detect_language(text: str) -> str:
+    """'English' or the name of the question's language, from its script or common words."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return "English"
+    counts: dict[str, int] = {}
+    for ch in letters:
+        if ord(ch) < 128:
+            continue
+        name = unicodedata.name(ch, "")
+        for marker, language in _SCRIPTS:
+            if marker in name:
+                counts[language] = counts.get(language, 0) + 1
+                break
+    if counts:
+        language, count = max(counts.items(), key=lambda kv: kv[1])
+        if count >= 0.3 * len(letters) or count >= 4:
+            return language
+    words = set(re.findall(r"[^\W\d_]+", text.lower()))
+    scores = {lang: len(words & stops) for lang, stops in _STOPWORDS.items()}
+    best = max(scores, key=lambda lang: scores[lang])
+    return best if scores[best] > scores["English"] else "English"
+
+
+# ---------------------------------------------------------------- citations
+
+@dataclass
+class Citation:
+    n: int
+    paper_id: str
+    title: str
+    source: str
+    quote: str = ""
+
+
+@dataclass
+class CheckedText:
+    text: str
+    citations: list[Citation]
+    dropped: int
+    unsupported: list[dict] = field(default_factory=list)
+
+
+def _expand(group: str) -> list[int]:
+    numbers: list[int] = []
+    for part in re.split(r"\s*[,;]\s*", group.strip()):
+        if re.search(r"[-–]", part):
+            low, high = sorted(int(x) for x in re.split(r"\s*[-–]\s*", part))
+            numbers.extend(range(low, min(high, low + 200) + 1))  # bounded: [1-999999]
+        else:
+            numbers.append(int(part))
+    return numbers
+
+
+def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
+    """Drop citations of numbers that are no source; renumber the rest by first use."""
+    order: dict[int, int] = {}  # source number -> new number
+    dropped = 0
+
+    def rewrite(match: re.Match) -> str:
+        nonlocal dropped
+        kept = []
+        for number in _expand(match.group(1)):
+            if 1 <= number <= len(hits):
+                kept.append(order.setdefault(number, len(order) + 1))
+            else:
+                dropped += 1
+        if not kept:
+            return ""
+        return "[" + ", ".join(str(n) for n in sorted(set(kept))) + "]"
+
+    checked = _CITATION.sub(rewrite, text)
+    checked = re.sub(r"[ \t]+([.,;:])", r"\1", checked)  # a removed citation leaves no gap
+    citations = []
+    for number, new in sorted(order.items(), key=lambda kv: kv[1]):
+        paper = hits[number - 1].paper
+        citations.append(Citation(new, paper.paper_id, paper.title, paper.source))
+    return CheckedText(checked.strip(), citations, dropped)
+
+
+def cited_numbers(sentence: str) -> list[int]:
+    return sorted({n for m in _CITATION.finditer(sentence) for n in _expand(m.group(1))})
+
+
+def answer_sentences(text: str) -> list[str]:
+    """The sentences of an answer, each with the citations that close it (a citation after the
+    full stop, as in "... backchannels. [1]", belongs to the sentence before it)."""
+    sentences: list[str] = []
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(?:[-*•>]|\d+[.)])\s+", "", line).strip()
+        for piece in split_sentences(line):
+            if sentences and not _CITATION.sub("", piece).strip(" .;,"):
+                sentences[-1] += " " + piece
+            else:
+                sentences.append(piece)
+    return sentences
+
+
+def score_support(checked: CheckedText, hits_by_id: dict[str, Hit], encoder: Encoder,
+                  threshold: float = SUPPORT_THRESHOLD) -> None:
+    """Fill each citation's quote (the abstract sentence that best supports the answer) and list
+    the cited sentences that their abstracts do not support."""
+    by_n = {c.n: c for c in checked.citations}
+    claims = [s for s in answer_sentences(checked.text) if cited_numbers(s)]
+    if not claims:
+        return
+    evidence = {c.n: split_sentences(hits_by_id[c.paper_id].paper.text) for c in checked.citations}
+    claim_vectors = encoder.embed([_CITATION.sub("", c) for c in claims])
+    evidence_vectors = {n: encoder.embed(sents) for n, sents in evidence.items() if sents}
+    best_quote: dict[int, str] = {}
+    for claim, vector in zip(claims, claim_vectors, strict=True):
+        support = -1.0
+        for n in cited_numbers(claim):
+            if n not in evidence_vectors:
+                continue
+            sims = evidence_vectors[n] @ vector
+            i = int(np.argmax(sims))
+            support = max(support, float(sims[i]))
+            best_quote.setdefault(n, evidence[n][i])  # the quote backs the first use
+        if support < threshold:
+            checked.unsupported.append({"sentence": claim, "citations": cited_numbers(claim),
+                                        "support": round(support, 3)})
+    for n, quote in best_quote.items():
+        by_n[n].quote = quote
+
+
+# ---------------------------------------------------------------- answers
+
+@dataclass
+class Answer:
+    question: str
+    mode: str  # "extractive" or "llm"
+    text: str
+    citations: list[Citation]
+    unsupported: list[dict]
+    dropped_citations: int
+    hits: list[Hit]
+    total_papers: int
+    retrieval_query: str
+    language: str = "English"
+    notice: str = ""
+    model: str = ""
+
+
+def is_list_question(question: str) -> bool:
+    return bool(_LIST_QUESTION.search(question))
+
+
+def no_paper_answer(topic: str, total: int) -> str:
+    return f"None of the {total} papers in this collection addresses “{topic}”."
+
+
+def extractive_text(question: str, hits: Sequence[Hit], total: int) -> str:
+    """Sentences taken verbatim from the abstracts, each cited."""
+    topic = topic_of(question)
+    if not hits:
+        return no_paper_answer(topic, total)
+    if is_list_question(question) or len(hits) > 3 and not _QUANTITY.search(question):
+        noun = "paper addresses" if len(hits) == 1 else "papers address"
+        lines = [f"{len(hits)} {noun} “{topic}”:", ""]
+        lines += [f"- **{h.paper.title}**: {h.best_sentence} [{n}]"
+                  for n, h in enumerate(hits, start=1)]
+        return "\n".join(lines)
+    return "\n\n".join(f"> {sentence} [{n}]" for n, sentence in _fact_sentences(question, hits))
+
+
+def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
+    """The sentences most likely to hold the asked-for fact, best first; figures favoured when
+    the question asks for a quantity."""
+    terms = set(lexical.tokenize([question], query=True)[0])
+    wants_number = bool(_QUANTITY.search(question))
+    scored: list[tuple[float, int, str]] = []
+    for n, hit in enumerate(hits[:3], start=1):
+        sentences = split_sentences(hit.paper.text)
+        for sentence, tokens in zip(sentences, lexical.tokenize(sentences), strict=True):
+            score = len(terms & set(tokens)) / np.sqrt(len(tokens) + 5) + 0.05 / n
+            if wants_number and re.search(r"\d", sentence):
+                score *= 1.5
+            scored.append((score, n, sentence))
+    scored.sort(key=lambda t: -t[0])
+    if not scored:
+        return []
+    top = scored[0][0]
+    return [(n, s) for score, n, s in scored[:most] if score >= 0.7 * top]
+
+
+def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = None,
+                    on_token: Callable[[str], None] | None = None, k: int | None = None,
+                    venue: str | None = None, year: int | None = None) -> Answer:
+    settings = retriever.store.settings
+    language = detect_language(question)
+    query, notice = question, ""
+    if language != "English":
+        if llm:
+            query = llm.complete(fill(load_prompt("translate", settings),
+                                      question=question)).strip() or question
+        else:
+            notice = (f"The question looks {language}; the abstracts are English, and without an "
+                      "LLM ragqa cannot translate it. These are the closest matches; set "
+                      "OPENAI_BASE_URL or OPENAI_API_KEY for a translated, written answer.")
+    result = retriever.search(query, k=k or MAX_SOURCES, venue=venue, year=year)
+    hits, total = result.hits, result.total_papers
+    if llm is None:
+        if not hits and language != "English":
+            hits = retriever.search(query, k=3, venue=venue, year=year, cut=False).hits
+        draft = extractive_text(query, hits, total)
+    elif not hits:
+        draft = no_paper_answer(topic_of(query), total)
+    else:
+        prompt = fill(load_prompt("answer", settings), sources=sources_block(hits),
+                      question=question, language=language)
+        if on_token:
+            draft = "".join(_forward(llm.stream(prompt), on_token))
+        else:
+            draft = llm.complete(prompt)
+    checked = check_citations(draft, hits)
+    score_support(checked, {h.paper.paper_id: h for h in hits}, retriever.store.encoder)
+    return Answer(question, "llm" if llm else "extractive", checked.text, checked.citations,
+                  checked.unsupported, checked.dropped, hits, total, query, language, notice,
+                  llm.description if llm else "")
+
+
+def _forward(tokens, on_token: Callable[[str], None]):
+    for token in tokens:
+        on_token(token)
+        yield token

@@ -1,0 +1,109 @@
+"""The LLM client: llama-index `OpenAI` for the official API, `OpenAILike` for any other
+OpenAI-compatible server (vLLM, llama.cpp server, Ollama, LM Studio). Streaming, timeouts,
+retries, and one clear error for every way an endpoint can fail. Prompts are built elsewhere
+(answer.py); this module only sends them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragqa.config import Settings
+
+
+class LLMError(RuntimeError):
+    """The configured LLM endpoint failed (exit code 1). Never carries the API key."""
+
+
+def describe_failure(exc: BaseException, settings: Settings) -> str:
+    """One line for any failure of the endpoint, without secrets."""
+    import httpx
+    import openai
+
+    where = settings.openai_base_url or "the OpenAI API"
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+        what = f"did not answer within {settings.llm_timeout:g} s (RAGQA_LLM_TIMEOUT)"
+    elif isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+        what = "cannot be reached (connection refused or dropped)"
+    elif isinstance(exc, openai.AuthenticationError):
+        what = "rejected the API key (HTTP 401)"
+    elif isinstance(exc, openai.RateLimitError):
+        what = "is rate limiting (HTTP 429) and retries ran out (RAGQA_LLM_RETRIES)"
+    elif status:
+        what = f"failed with HTTP {status}"
+    else:
+        what = f"sent a reply ragqa cannot read ({type(exc).__name__})"
+    message = f"LLM endpoint {where} {what}"
+    key = settings.openai_api_key.reveal()
+    return message.replace(key, "***") if key else message
+
+
+class ChatLLM:
+    """Completions from the configured endpoint, streamed or whole."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model = settings.llm_model
+        self._llm = self._build()
+
+    def _build(self) -> Any:
+        common: dict[str, Any] = {
+            "model": self.settings.llm_model, "timeout": self.settings.llm_timeout,
+            "max_retries": self.settings.llm_retries, "temperature": 0.0,
+            "api_key": self.settings.openai_api_key.reveal() or "not-needed",
+        }
+        if self.settings.openai_base_url:
+            from llama_index.llms.openai_like import OpenAILike
+
+            return OpenAILike(api_base=self.settings.openai_base_url, is_chat_model=True,
+                              context_window=32768, **common)
+        from llama_index.llms.openai import OpenAI
+
+        return OpenAI(**common)
+
+    @property
+    def description(self) -> str:
+        return f"{self.model} via {self.settings.openai_base_url or 'the OpenAI API'}"
+
+    def _messages(self, prompt: str) -> list:
+        from llama_index.core.llms import ChatMessage
+
+        return [ChatMessage(role="user", content=prompt)]
+
+    def complete(self, prompt: str) -> str:
+        try:
+            response = self._llm.chat(self._messages(prompt))
+            text = response.message.content
+        except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
+            raise LLMError(describe_failure(exc, self.settings)) from None
+        if not isinstance(text, str):
+            raise LLMError(describe_failure(ValueError("no text in the reply"), self.settings))
+        return text
+
+    def stream(self, prompt: str) -> Iterator[str]:
+        """Text deltas as they arrive. A stream that breaks off raises LLMError: the caller
+        must not present what arrived as a complete answer."""
+        finished = False
+        try:
+            for chunk in self._llm.stream_chat(self._messages(prompt)):
+                finished = finished or _finish_reason(chunk) is not None
+                if chunk.delta:
+                    yield chunk.delta
+        except Exception as exc:  # noqa: BLE001
+            raise LLMError(describe_failure(exc, self.settings)) from None
+        if not finished:  # the connection closed before the server said the answer was done
+            where = self.settings.openai_base_url or "the OpenAI API"
+            raise LLMError(f"LLM endpoint {where} broke off the answer mid-stream")
+
+
+def _finish_reason(chunk: Any) -> str | None:
+    choices = getattr(getattr(chunk, "raw", None), "choices", None) or []
+    return getattr(choices[0], "finish_reason", None) if choices else None
+
+
+def make_llm(settings: Settings) -> ChatLLM | None:
+    """The configured LLM, or None when answers are extractive."""
+    return ChatLLM(settings) if settings.llm_configured else None

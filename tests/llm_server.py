@@ -1,0 +1,150 @@
+"""A small OpenAI-compatible server for the tests, on 127.0.0.1: the real `openai` client (through
+llama-index) talks HTTP to it, streaming and not. A test sets `server.reply` to decide what
+each request gets, and reads `server.requests` to see what ragqa sent."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    status: int = 200  # != 200: an error response with this status
+    delay: float = 0.0  # seconds before answering (past the client's timeout: a hang)
+    malformed: bool = False  # a 200 whose body is not JSON
+    cut_after: int | None = None  # streaming: drop the connection after this many chunks
+    headers: dict | None = None
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that gave up (a timeout test) is expected, not an error to print
+
+
+def prompt_of(body: dict) -> str:
+    return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+class LoopbackLLM:
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.reply: Callable[[dict], Reply] = lambda body: Reply("No reply scripted.")
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> LoopbackLLM:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def prompts(self) -> list[str]:
+        return [prompt_of(r["body"]) for r in self.requests if "messages" in r["body"]]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send_json(self, status: int, payload: object, headers: dict | None = None):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send_json(200, {"object": "list", "data": [
+                        {"id": "loopback-model", "object": "model", "owned_by": "tests"}]})
+                else:
+                    self._send_json(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append({"path": self.path, "body": body,
+                                        "headers": dict(self.headers)})
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    return self._embeddings(body)
+                reply = server.reply(body)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.status != 200:
+                    return self._send_json(reply.status, {"error": {
+                        "message": f"scripted failure {reply.status}", "type": "test"}},
+                        reply.headers)
+                if reply.malformed:
+                    data = b"this is not json"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return None
+                if body.get("stream"):
+                    return self._stream(body, reply)
+                return self._send_json(200, {
+                    "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
+                    "model": body.get("model", "loopback-model"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": reply.text}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                })
+
+            def _stream(self, body: dict, reply: Reply) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                words = [w + " " for w in reply.text.split(" ")]
+                for i, word in enumerate(words):
+                    if reply.cut_after is not None and i >= reply.cut_after:
+                        self.wfile.flush()
+                        self.connection.shutdown(2)  # the stream breaks off mid-answer
+                        return
+                    chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk",
+                             "created": 0, "model": body.get("model", "loopback-model"),
+                             "choices": [{"index": 0, "delta": {"content": word},
+                                          "finish_reason": None}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                done = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                        "model": body.get("model", "loopback-model"),
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+                self.wfile.flush()
+                self.close_connection = True
+
+            def _embeddings(self, body: dict) -> None:
+                texts = body.get("input", [])
+                texts = [texts] if isinstance(texts, str) else texts
+                data = [{"object": "embedding", "index": i,
+                         "embedding": [float(len(t) % 7 + 1), float(i + 1), 1.0]}
+                        for i, t in enumerate(texts)]
+                self._send_json(200, {"object": "list", "data": data, "model": body.get("model"),
+                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+        return Handler
