@@ -79,6 +79,7 @@ class Settings:
     llm_timeout: float = 60.0
     llm_retries: int = 2
     prompts_dir: Path | None = None
+    llm_gguf: Path | None = None  # a local GGUF model (optional extra "local")
     # Behaviour
     lock_timeout: float = 60.0
 
@@ -90,7 +91,8 @@ class Settings:
     def llm_configured(self) -> bool:
         if self.llm == "none":
             return False
-        return self.llm == "openai" or bool(self.openai_api_key) or bool(self.openai_base_url)
+        return (self.llm == "openai" or bool(self.openai_api_key) or bool(self.openai_base_url)
+                or self.llm_gguf is not None)
 
     def with_overrides(self, **changes: object) -> Settings:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -166,6 +168,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     env = _read_env(environ)
     home = Path(env["RAGQA_HOME"]).expanduser() if env.get("RAGQA_HOME") else _default_home()
     prompts_dir = env.get("RAGQA_PROMPTS_DIR", "").strip()
+    gguf = env.get("RAGQA_LLM_GGUF", "").strip()
     openai_key = env.get("OPENAI_API_KEY", "").strip()
     openai_url = env.get("OPENAI_BASE_URL", "").strip()
     settings = Settings(
@@ -193,6 +196,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         llm_timeout=_float(env, "RAGQA_LLM_TIMEOUT", 60.0),
         llm_retries=_int(env, "RAGQA_LLM_RETRIES", 2),
         prompts_dir=Path(prompts_dir).expanduser() if prompts_dir else None,
+        llm_gguf=Path(gguf).expanduser() if gguf else None,
         lock_timeout=_float(env, "RAGQA_LOCK_TIMEOUT", 60.0),
     )
     if settings.chunk_overlap >= settings.chunk_tokens:

@@ -42,15 +42,20 @@ def _store(settings: Settings, name: str) -> str:
 def _llm(settings: Settings) -> str:
     import openai
 
+    from ragqa.llm import LocalGGUF, describe_failure, make_llm
+
+    if settings.llm_gguf and not (settings.openai_base_url or settings.openai_api_key):
+        local = make_llm(settings)
+        assert isinstance(local, LocalGGUF)
+        return f"{local.description} loads"
+
     client = openai.OpenAI(api_key=settings.openai_api_key.reveal() or "not-needed",
                            base_url=settings.openai_base_url or None,
                            timeout=min(settings.llm_timeout, 15.0), max_retries=0)
     try:
         models = [m.id for m in client.models.list()]
     except openai.APIError as exc:
-        status = getattr(exc, "status_code", None)
-        raise RuntimeError(f"LLM endpoint failed: {type(exc).__name__}"
-                           + (f" (HTTP {status})" if status else "")) from None
+        raise RuntimeError(describe_failure(exc, settings)) from None
     where = settings.openai_base_url or "api.openai.com"
     note = "" if settings.llm_model in models or not models else (
         f"; model {settings.llm_model!r} not among {len(models)} listed")

@@ -99,11 +99,51 @@ class ChatLLM:
             raise LLMError(f"LLM endpoint {where} broke off the answer mid-stream")
 
 
+class LocalGGUF:
+    """A GGUF model run in-process by llama-cpp-python (`pip install '.[local]'`), no server.
+    Optional and not part of CI: llama-cpp-python compiles from source for about ten minutes."""
+
+    def __init__(self, settings: Settings) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise LLMError("RAGQA_LLM_GGUF is set but llama-cpp-python is not installed: "
+                           "pip install 'ragqa[local]'") from None
+        path = settings.llm_gguf
+        if path is None or not path.is_file():
+            raise LLMError(f"RAGQA_LLM_GGUF names no file: {path}")
+        self.settings = settings
+        self.model = path.name
+        self._llm = Llama(model_path=str(path), n_ctx=8192, verbose=False)
+
+    @property
+    def description(self) -> str:
+        return f"{self.model} (local GGUF)"
+
+    def complete(self, prompt: str) -> str:
+        return "".join(self.stream(prompt))
+
+    def stream(self, prompt: str) -> Iterator[str]:
+        messages = [{"role": "user", "content": prompt}]
+        try:
+            for chunk in self._llm.create_chat_completion(messages=messages, stream=True,
+                                                          temperature=0.0):
+                delta = chunk["choices"][0].get("delta", {}).get("content")
+                if delta:
+                    yield delta
+        except Exception as exc:  # noqa: BLE001
+            raise LLMError(f"local model {self.model} failed: {type(exc).__name__}") from None
+
+
 def _finish_reason(chunk: Any) -> str | None:
     choices = getattr(getattr(chunk, "raw", None), "choices", None) or []
     return getattr(choices[0], "finish_reason", None) if choices else None
 
 
-def make_llm(settings: Settings) -> ChatLLM | None:
+def make_llm(settings: Settings) -> ChatLLM | LocalGGUF | None:
     """The configured LLM, or None when answers are extractive."""
-    return ChatLLM(settings) if settings.llm_configured else None
+    if not settings.llm_configured:
+        return None
+    if settings.llm_gguf and not (settings.openai_base_url or settings.openai_api_key):
+        return LocalGGUF(settings)
+    return ChatLLM(settings)

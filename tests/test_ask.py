@@ -217,3 +217,16 @@ def test_citation_parser_forms():
     assert checked.text == "A [1]. B [1, 2]. C [1, 3, 4]. D. E [3]."
     assert checked.dropped == 2
     assert [c.paper_id for c in checked.citations] == ["p2", "p0", "p1", "p3"]
+
+
+@pytest.mark.server
+def test_doctor_checks_the_llm_endpoint(seeded, llm_server):
+    up = seeded("doctor", "--json", **_llm_env(llm_server))
+    assert up.exit_code == 0, up.output
+    llm = next(c for c in json.loads(up.stdout)["checks"] if c["check"] == "llm")
+    assert llm["ok"] and "answers" in llm["detail"] and CANARY not in up.output
+    down = seeded("doctor", "--json", OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+                  OPENAI_API_KEY=CANARY)
+    assert down.exit_code == 1 and CANARY not in down.output
+    llm = next(c for c in json.loads(down.stdout)["checks"] if c["check"] == "llm")
+    assert not llm["ok"] and "cannot be reached" in llm["detail"]
