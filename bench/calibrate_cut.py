@@ -1,4 +1,4 @@
-"""Calibrate the relevance cut (ragqa.retrieve: Z_STRONG, Z_WEAK, COVERAGE) on data.
+"""Calibrate the relevance cut (ragqa.retrieve: CUT_FOR_LISTS, CUT_FOR_CLAIMS) on data.
 
 Three sets, scored for every setting on a small grid:
 1. SciFact train claims on the SciFact collection (qrels_train.tsv): the cut should keep the
@@ -18,7 +18,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import sys
+from dataclasses import astuple
 from pathlib import Path
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
@@ -41,8 +43,12 @@ SEED_LABELS = {
     "Which papers detect misinformation?": {"FactGuard"},
 }
 
-GRID = {"z_strong": [2.0, 2.5, 3.0, 3.5], "z_weak": [0.5, 1.0, 1.5, 2.0],
-        "coverage": [0.4, 0.5, 0.6, 0.7, 0.8]}
+# near_best: also keep a paper whose z is within this of the best paper's, when the best one
+# clears z_strong (0 turns the rule off).
+# max_gap: never keep a paper further than this below the best one.
+GRID = {"z_strong": [2.5, 3.0, 3.5, 4.0, 4.5], "z_weak": [1.0, 1.5, 2.0],
+        "coverage": [0.5, 0.6, 0.7, 0.8], "near_best": [0.0, 0.7, 1.0],
+        "max_gap": [math.inf, 3.0, 2.0, 1.5, 1.0]}
 
 
 def _retriever(home: Path, collection: str, sources: list[Path]):
@@ -63,9 +69,13 @@ def _signals(retriever, question: str, depth: int = 20) -> list[tuple[str, str, 
     return [(h.paper.paper_id, h.paper.title, h.z, h.coverage) for h in hits]
 
 
-def _kept(signals, z_strong: float, z_weak: float, coverage: float) -> set[str]:
-    return {pid for pid, _, z, cov in signals
-            if z >= z_strong or (z >= z_weak and cov >= coverage)}
+def _kept(signals, z_strong: float, z_weak: float, coverage: float, near_best: float,
+          max_gap: float) -> set[str]:
+    from ragqa.retrieve import CutRule, keep_decisions
+
+    rule = CutRule(z_strong, z_weak, coverage, near_best, max_gap)
+    return {pid for (pid, *_), keep in zip(signals, keep_decisions(
+        [z for *_, z, _ in signals], [c for *_, c in signals], rule), strict=True) if keep}
 
 
 def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
@@ -80,12 +90,13 @@ def main() -> int:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse the signals of the last run (HOME/cut_signals.json)")
     args = parser.parse_args()
     if not (args.data / "queries.jsonl").is_file():
         print(f"skipped: no SciFact data at {args.data}")
         return 0
     from ragqa.resources import seed_files
-    from ragqa.retrieve import COVERAGE, Z_STRONG, Z_WEAK
 
     qrels: dict[str, set[str]] = {}
     for line in (args.data / "qrels_train.tsv").read_text().splitlines()[1:]:
@@ -95,62 +106,80 @@ def main() -> int:
     queries = [q for q in map(json.loads, (args.data / "queries.jsonl").open())
                if q["split"] == "train" and q["_id"] in qrels]
 
-    scifact = _retriever(args.home, "scifact", [args.data / "corpus.jsonl.gz"])
-    seeds = _retriever(args.home, "seeds", seed_files())
-    on_scifact = [(_signals(scifact, q["text"]), qrels[q["_id"]]) for q in queries]
-    on_seeds = [_signals(seeds, q["text"]) for q in queries]
-    labelled = []
-    for question, titles in SEED_LABELS.items():
-        signals = _signals(seeds, question)
-        labelled.append((signals, {pid for pid, title, _, _ in signals if title in titles}))
+    cache = args.home / "cut_signals.json"  # the signals only change with the retrieval code
+    if args.reuse and cache.is_file():
+        on_scifact, on_seeds, labelled = json.loads(cache.read_text())
+        on_scifact = [(s, set(r)) for s, r in on_scifact]
+        labelled = [(s, set(r)) for s, r in labelled]
+    else:
+        scifact = _retriever(args.home, "scifact", [args.data / "corpus.jsonl.gz"])
+        seeds = _retriever(args.home, "seeds", seed_files())
+        on_scifact = [(_signals(scifact, q["text"]), qrels[q["_id"]]) for q in queries]
+        on_seeds = [_signals(seeds, q["text"]) for q in queries]
+        labelled = []
+        for question, titles in SEED_LABELS.items():
+            signals = _signals(seeds, question)
+            labelled.append((signals, {pid for pid, title, _, _ in signals if title in titles}))
+        cache.write_text(json.dumps([[(s, sorted(r)) for s, r in on_scifact], on_seeds,
+                                     [(s, sorted(r)) for s, r in labelled]]))
 
     rows = []
-    for z_strong, z_weak, coverage in itertools.product(*GRID.values()):
-        if z_weak > z_strong:
-            continue
+    for setting in itertools.product(*GRID.values()):
         counts = [0, 0, 0]
         for signals, relevant in on_scifact:
-            kept = _kept(signals, z_strong, z_weak, coverage)
+            kept = _kept(signals, *setting)
             counts[0] += len(kept & relevant)
             counts[1] += len(kept - relevant)
             counts[2] += len(relevant - kept)
-        false_alarms = sum(bool(_kept(s, z_strong, z_weak, coverage)) for s in on_seeds)
+        false_alarms = sum(bool(_kept(s, *setting)) for s in on_seeds)
         seed_counts = [0, 0, 0]
         for signals, relevant in labelled:
-            kept = _kept(signals, z_strong, z_weak, coverage)
+            kept = _kept(signals, *setting)
             seed_counts[0] += len(kept & relevant)
             seed_counts[1] += len(kept - relevant)
             seed_counts[2] += len(relevant - kept)
         p, r, f1 = _prf(*counts)
         sp, sr, sf1 = _prf(*seed_counts)
-        rows.append({"z_strong": z_strong, "z_weak": z_weak, "coverage": coverage,
+        rows.append({**dict(zip(GRID, setting, strict=True)),
                      "scifact_precision": round(p, 3), "scifact_recall": round(r, 3),
                      "scifact_f1": round(f1, 3),
                      "seeds_false_alarm_rate": round(false_alarms / len(on_seeds), 3),
                      "seeds_labelled_f1": round(sf1, 3), "seeds_labelled_precision": round(sp, 3),
                      "seeds_labelled_recall": round(sr, 3)})
-    # Objective: F1 on both labelled sets, with false alarms (off-topic claims) held low.
+    # Two kinds of question, two settings (ragqa.retrieve.CUT_FOR_LISTS / CUT_FOR_CLAIMS):
+    # "which papers ..." lists are judged on the labelled seed questions (recall matters: a
+    # complete list), claims and fact questions on SciFact with off-topic claims kept silent.
     for row in rows:
-        row["objective"] = round((row["scifact_f1"] + row["seeds_labelled_f1"]) / 2
-                                 - max(0.0, row["seeds_false_alarm_rate"] - 0.05), 4)
-    rows.sort(key=lambda r: -r["objective"])
-    in_use = next((r for r in rows if (r["z_strong"], r["z_weak"], r["coverage"])
-                   == (Z_STRONG, Z_WEAK, COVERAGE)), None)
+        row["objective_lists"] = row["seeds_labelled_f1"]
+        row["objective_claims"] = round((row["scifact_f1"] + 1 - row["seeds_false_alarm_rate"])
+                                        / 2, 4)
+    from ragqa.retrieve import CUT_FOR_CLAIMS, CUT_FOR_LISTS
+
+    best = {}
+    for kind, current in (("lists", CUT_FOR_LISTS), ("claims", CUT_FOR_CLAIMS)):
+        ranked = sorted(rows, key=lambda r, k=kind: (-r[f"objective_{k}"],
+                                                     -r["seeds_labelled_recall"]))
+        in_use = next((r for r in rows if tuple(r[key] for key in GRID) == astuple(current)), None)
+        best[kind] = {"top": ranked[:8], "in_use": in_use}
     if args.json:
-        print(json.dumps({"best": rows[:10], "in_use": in_use, "queries": len(queries)},
-                         indent=2))
+        print(json.dumps({"queries": len(queries), **best}, indent=2, default=str))
         return 0
     print(f"{len(queries)} SciFact train claims; {len(SEED_LABELS)} labelled seed questions")
-    header = ("z_strong z_weak cover | scifact P    R    F1 | seeds FA | labelled P    R    F1 "
-              "| objective")
-    print(header)
-    for row in rows[:12] + ([in_use] if in_use and in_use not in rows[:12] else []):
-        mark = "  <- in use" if row is in_use else ""
-        print(f"{row['z_strong']:>8} {row['z_weak']:>6} {row['coverage']:>5} | "
-              f"{row['scifact_precision']:>9.3f} {row['scifact_recall']:.3f} "
-              f"{row['scifact_f1']:.3f} | {row['seeds_false_alarm_rate']:>8.3f} | "
-              f"{row['seeds_labelled_precision']:>10.3f} {row['seeds_labelled_recall']:.3f} "
-              f"{row['seeds_labelled_f1']:.3f} | {row['objective']:.4f}{mark}")
+    for kind, table in best.items():
+        print(f"\nbest for {kind}:")
+        print("z_strong z_weak cover near  gap | scifact P    R    F1 | seeds FA | labelled P"
+              "    R    F1 | objective")
+        shown = table["top"] + ([table["in_use"]] if table["in_use"] not in table["top"] else [])
+        for row in shown:
+            if row is None:
+                continue
+            mark = "  <- in use" if row is table["in_use"] else ""
+            print(f"{row['z_strong']:>8} {row['z_weak']:>6} {row['coverage']:>5} "
+                  f"{row['near_best']:>4} {row['max_gap']:>4} | "
+                  f"{row['scifact_precision']:>9.3f} {row['scifact_recall']:.3f} "
+                  f"{row['scifact_f1']:.3f} | {row['seeds_false_alarm_rate']:>8.3f} | "
+                  f"{row['seeds_labelled_precision']:>10.3f} {row['seeds_labelled_recall']:.3f} "
+                  f"{row['seeds_labelled_f1']:.3f} | {row[f'objective_{kind}']:.4f}{mark}")
     return 0
 
 

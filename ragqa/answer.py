@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from ragqa import lexical
 from ragqa.resources import bundled_dir
-from ragqa.retrieve import Hit, split_sentences, topic_of
+from ragqa.retrieve import Filters, Hit, is_list_question, split_sentences, topic_of
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -34,12 +34,6 @@ if TYPE_CHECKING:
 SUPPORT_THRESHOLD = 0.40
 MAX_SOURCES = 12
 _CITATION = re.compile(r"\[\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[-–]\s*\d+)?)*)\s*\]")
-_LIST_QUESTION = re.compile(
-    r"^\s*(?:which|what|list|find|show|name|give)\b.{0,40}?\b(?:papers?|works?|studies|articles)"
-    r"|^\s*(?:are there|is there)\b.{0,30}\b(?:papers?|works?)"
-    r"|^\s*(?:papers?|works?|studies)\s+(?:on|about|that|which|using|with)\b",
-    re.IGNORECASE,
-)
 _QUANTITY = re.compile(r"\b(?:how (?:many|much|fast|large|long|big)|what (?:speedup|accuracy|"
                        r"percentage|number|size|score|rate)|by how)\b", re.IGNORECASE)
 
@@ -232,38 +226,49 @@ class Answer:
     notice: str = ""
     model: str = ""
 
-
-def is_list_question(question: str) -> bool:
-    return bool(_LIST_QUESTION.search(question))
+    def as_json(self) -> dict:
+        """The `ask --json` schema (README)."""
+        return {
+            "question": self.question, "mode": self.mode, "answer": self.text,
+            "citations": [asdict(c) for c in self.citations], "unsupported": self.unsupported,
+            "dropped_citations": self.dropped_citations, "language": self.language,
+            "retrieval_query": self.retrieval_query, "notice": self.notice,
+            "model": self.model, "total_papers": self.total_papers,
+            "papers": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
+                        "source": h.paper.source, "score": round(h.score, 6)}
+                       for h in self.hits],
+        }
 
 
 def no_paper_answer(topic: str, total: int) -> str:
     return f"None of the {total} papers in this collection addresses “{topic}”."
 
 
-def extractive_text(question: str, hits: Sequence[Hit], total: int) -> str:
-    """Sentences taken verbatim from the abstracts, each cited."""
-    topic = topic_of(question)
+def extractive_text(question: str, query: str, hits: Sequence[Hit], total: int) -> str:
+    """Sentences taken verbatim from the abstracts, each cited. `question` decides the form
+    (a list of papers, or the sentences that hold a fact); `query` is what was searched."""
+    topic = topic_of(query)
     if not hits:
         return no_paper_answer(topic, total)
-    if is_list_question(question) or len(hits) > 3 and not _QUANTITY.search(question):
+    listing = is_list_question(question) or is_list_question(query)
+    if listing or len(hits) > 3 and not _QUANTITY.search(question):
         noun = "paper addresses" if len(hits) == 1 else "papers address"
         lines = [f"{len(hits)} {noun} “{topic}”:", ""]
         lines += [f"- **{h.paper.title}**: {h.best_sentence} [{n}]"
                   for n, h in enumerate(hits, start=1)]
         return "\n".join(lines)
-    return "\n\n".join(f"> {sentence} [{n}]" for n, sentence in _fact_sentences(question, hits))
+    return "\n\n".join(f"> {sentence} [{n}]" for n, sentence in _fact_sentences(query, hits))
 
 
 def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
     """The sentences most likely to hold the asked-for fact, best first; figures favoured when
     the question asks for a quantity."""
-    terms = set(lexical.tokenize([question], query=True)[0])
+    terms = set(lexical.terms(question, query=True))
     wants_number = bool(_QUANTITY.search(question))
     scored: list[tuple[float, int, str]] = []
     for n, hit in enumerate(hits[:3], start=1):
         sentences = split_sentences(hit.paper.text)
-        for sentence, tokens in zip(sentences, lexical.tokenize(sentences), strict=True):
+        for sentence, tokens in zip(sentences, map(lexical.terms, sentences), strict=True):
             score = len(terms & set(tokens)) / np.sqrt(len(tokens) + 5) + 0.05 / n
             if wants_number and re.search(r"\d", sentence):
                 score *= 1.5
@@ -277,11 +282,13 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
 
 def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = None,
                     on_token: Callable[[str], None] | None = None, k: int | None = None,
-                    venue: str | None = None, year: int | None = None) -> Answer:
+                    filters: Filters | None = None, query: str | None = None) -> Answer:
+    """Retrieve for `query` (default: the question, translated if need be) and answer
+    `question` from what was found."""
     settings = retriever.store.settings
     language = detect_language(question)
-    query, notice = question, ""
-    if language != "English":
+    notice = ""
+    if query is None and language != "English":
         if llm:
             query = llm.complete(fill(load_prompt("translate", settings),
                                       question=question)).strip() or question
@@ -289,12 +296,13 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
             notice = (f"The question looks {language}; the abstracts are English, and without an "
                       "LLM ragqa cannot translate it. These are the closest matches; set "
                       "OPENAI_BASE_URL or OPENAI_API_KEY for a translated, written answer.")
-    result = retriever.search(query, k=k or MAX_SOURCES, venue=venue, year=year)
+    query = query or question
+    result = retriever.search(query, k=k or MAX_SOURCES, filters=filters)
     hits, total = result.hits, result.total_papers
     if llm is None:
         if not hits and language != "English":
-            hits = retriever.search(query, k=3, venue=venue, year=year, cut=False).hits
-        draft = extractive_text(query, hits, total)
+            hits = retriever.search(query, k=3, filters=filters, cut=False).hits
+        draft = extractive_text(question, query, hits, total)
     elif not hits:
         draft = no_paper_answer(topic_of(query), total)
     else:

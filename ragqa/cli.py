@@ -6,6 +6,7 @@ the top of this module: `ragqa --help` must stay instant.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from ragqa.render import Renderer, safe
 if TYPE_CHECKING:
     from ragqa.config import Settings
     from ragqa.corpus import Paper
-    from ragqa.retrieve import Retriever, SearchResult
+    from ragqa.retrieve import Filters, Retriever, SearchResult
     from ragqa.store import Store
 
 app = typer.Typer(
@@ -171,8 +172,7 @@ def search_json(result: SearchResult, collection: str) -> dict:
     }
 
 
-def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, venue: str | None,
-               year: int | None) -> None:
+def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, filters: Filters) -> None:
     """BEIR-style: one `{"_id","text"}` per input line, one result line per query."""
     try:
         lines = batch.read_text(encoding="utf-8").splitlines()
@@ -189,7 +189,7 @@ def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, venue: str 
             raise UsageError(f"{batch}:{number}: each line must be a JSON object with "
                              "'_id' and 'text'") from None
     for qid, text in queries:
-        result = retriever.search(text, k=k, venue=venue, year=year, cut=cut)
+        result = retriever.search(text, k=k, filters=filters, cut=cut, sentences=False)
         rows = [{"paper_id": h.paper.paper_id, "title": h.paper.title, "source": h.paper.source,
                  "score": round(h.score, 6)} for h in result.hits]
         sys.stdout.write(json.dumps({"_id": qid, "results": rows}, ensure_ascii=False) + "\n")
@@ -212,6 +212,8 @@ def search(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Find the papers that matter for a question, each with its best-matching sentence."""
+    from ragqa.retrieve import Filters
+
     out = Renderer()
     with _errors(debug):
         if (question is None) == (batch is None):
@@ -220,12 +222,13 @@ def search(
             raise UsageError("the question is empty")
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json)
+        filters = Filters(venue=venue, year=year)
         if batch is not None:
-            _run_batch(retriever, batch, k or 100, cut, venue, year)
+            _run_batch(retriever, batch, k or 100, cut, filters)
             return
         assert question is not None
-        result = retriever.search(question, k=k or (10 if no_cut else None), venue=venue,
-                                  year=year, cut=not no_cut)
+        result = retriever.search(question, k=k or (10 if no_cut else None), filters=filters,
+                                  cut=not no_cut)
         if as_json:
             out.json(search_json(result, name))
         else:
@@ -233,18 +236,6 @@ def search(
 
 
 # ---------------------------------------------------------------- ask
-
-def answer_json(answer: Any) -> dict:
-    return {
-        "question": answer.question, "mode": answer.mode, "answer": answer.text,
-        "citations": [asdict(c) for c in answer.citations], "unsupported": answer.unsupported,
-        "dropped_citations": answer.dropped_citations, "language": answer.language,
-        "retrieval_query": answer.retrieval_query, "notice": answer.notice,
-        "model": answer.model, "total_papers": answer.total_papers,
-        "papers": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
-                    "source": h.paper.source, "score": round(h.score, 6)} for h in answer.hits],
-    }
-
 
 def _llm_for(settings: Settings, choice: str | None):
     from ragqa.llm import make_llm
@@ -272,6 +263,7 @@ def ask(
 ) -> None:
     """Answer a question from the papers, every sentence cited and checked."""
     from ragqa.answer import answer_question
+    from ragqa.retrieve import Filters
 
     out = Renderer()
     with _errors(debug):
@@ -283,12 +275,215 @@ def ask(
         stream = model is not None and not no_stream and not as_json and out.is_terminal
         with out.streaming(enabled=stream) as on_token:
             answer = answer_question(retriever, question.strip(), llm=model,
-                                     on_token=on_token if stream else None, k=k, venue=venue,
-                                     year=year)
+                                     on_token=on_token if stream else None, k=k,
+                                     filters=Filters(venue=venue, year=year))
         if as_json:
-            out.json(answer_json(answer))
+            out.json(answer.as_json())
         else:
             out.answer(answer)
+
+
+# ---------------------------------------------------------------- chat
+
+CHAT_HELP = """Commands:
+  /sources        the papers of the last answer
+  /show N         paper [N] of the last answer, in full
+  /reset          start a new session (the old one stays saved)
+  /save [FILE]    write the transcript as Markdown (default: <session id>.md)
+  /mode           how answers are written (extractive or LLM)
+  /help           this list
+  /quit           leave (Ctrl-D too); Ctrl-C cancels an answer being written"""
+
+
+class ChatShell:
+    """The chat loop: questions become turns, lines starting with "/" are commands."""
+
+    def __init__(self, settings: Settings, retriever: Retriever, llm: Any, session: Any,
+                 out: Renderer, as_json: bool, stream: bool) -> None:
+        self.settings, self.retriever, self.llm = settings, retriever, llm
+        self.session, self.out, self.as_json, self.stream = session, out, as_json, stream
+
+    def handle(self, line: str) -> bool:
+        """Process one line; False means quit."""
+        from ragqa.chat import save_session
+
+        line = line.strip()
+        if not line:
+            return True
+        if line.startswith("/"):
+            return self.command(line)
+        try:
+            with self.out.streaming(enabled=self.stream) as on_token:
+                answer, turn = self._ask(line, on_token)
+        except KeyboardInterrupt:
+            self.out.err.print("[dim](answer cancelled)[/]")
+            return True
+        save_session(self.settings, self.session)
+        if self.as_json:
+            record = {**turn.answer, "standalone_question": turn.standalone,
+                      "session_id": self.session.session_id, "turn": len(self.session.turns)}
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        else:
+            if turn.standalone != turn.question:
+                self.out.console.print(f"[dim]→ {safe(turn.standalone)}[/]")
+            self.out.answer(answer)
+        return True
+
+    def _ask(self, line: str, on_token):
+        from ragqa.chat import ask_in_session
+
+        return ask_in_session(self.session, line, self.retriever, self.llm,
+                              on_token=on_token if self.stream else None)
+
+    def command(self, line: str) -> bool:
+        from ragqa.chat import new_session, save_session, transcript_markdown
+
+        name, _, arg = line.partition(" ")
+        last = self.session.turns[-1].answer if self.session.turns else None
+        if name in ("/quit", "/exit", "/q"):
+            return False
+        if name == "/help":
+            self.out.console.print(CHAT_HELP)
+        elif name == "/mode":
+            self.out.console.print(f"LLM: {self.llm.description}" if self.llm else
+                                   "extractive (no LLM configured)")
+        elif name == "/reset":
+            self.session = new_session(self.session.collection)
+            self.out.console.print(f"[dim]New session {self.session.session_id}[/]")
+        elif name == "/sources":
+            for c in (last or {}).get("citations", []):
+                self.out.console.print(f"[{c['n']}] {safe(c['title'])}  [dim]{safe(c['source'])}"
+                                       f" · id {c['paper_id']}[/]")
+        elif name == "/show":
+            citations = {str(c["n"]): c for c in (last or {}).get("citations", [])}
+            if arg.strip() not in citations:
+                self.out.err.print(f"No [{safe(arg.strip())}] in the last answer.")
+            else:
+                paper = self.retriever.lexical.paper(citations[arg.strip()]["paper_id"])
+                if paper:
+                    self.out.paper(paper)
+        elif name == "/save":
+            path = Path(arg.strip() or f"{self.session.session_id}.md")
+            path.write_text(transcript_markdown(self.session), encoding="utf-8")
+            save_session(self.settings, self.session)
+            self.out.console.print(f"Saved {path}")
+        else:
+            self.out.err.print(f"Unknown command {safe(name)}; /help lists them.")
+        return True
+
+
+def _read_lines(interactive: bool, history: Path) -> Iterator[str]:
+    """Lines from the terminal (with editing and history) or from piped stdin."""
+    if not interactive:
+        yield from sys.stdin
+        return
+    import readline
+
+    history.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        readline.read_history_file(history)
+    try:
+        while True:
+            try:
+                yield input("ragqa> ")
+            except KeyboardInterrupt:
+                sys.stdout.write("\n")
+            except EOFError:
+                sys.stdout.write("\n")
+                return
+    finally:
+        with contextlib.suppress(OSError):
+            readline.write_history_file(history)
+
+
+@app.command()
+def chat(
+    session_id: Annotated[str | None, typer.Argument(
+        help="With --resume: the session to continue (an id or its start; default: the "
+        "latest).", show_default=False)] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue a saved session: `--resume` the latest, `--resume ID` "
+        "that one.")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List saved sessions.")] = False,
+    llm: Annotated[str | None, typer.Option(
+        "--llm", help="auto, openai or none (extractive).")] = None,
+    no_stream: Annotated[bool, typer.Option("--no-stream", help="Wait for whole answers.")
+                         ] = False,
+    collection: CollectionOpt = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="One JSON object per turn and line (the ask schema plus "
+        "standalone_question).")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Chat about the papers: follow-ups keep their context, every turn cites."""
+    from ragqa.chat import list_sessions, load_session, new_session
+
+    out = Renderer()
+    with _errors(debug):
+        settings, name = _settings(collection)
+        if list_:
+            sessions = list_sessions(settings)
+            if as_json:
+                out.json(sessions)
+            else:
+                out.sessions(sessions)
+            return
+        if session_id and not resume:
+            raise UsageError("a session id goes with --resume: ragqa chat --resume ID")
+        try:
+            session = load_session(settings, session_id) if resume else new_session(name)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        model = _llm_for(settings, llm)
+        retriever = _open_for_query(settings, session.collection, quiet=as_json)
+        interactive = sys.stdin.isatty()
+        stream = model is not None and not no_stream and not as_json and out.is_terminal
+        shell = ChatShell(settings, retriever, model, session, out, as_json, stream)
+        if interactive and not as_json:
+            out.chat_banner(session, model)
+        for line in _read_lines(interactive, settings.home / "chat_history"):
+            if not shell.handle(line):
+                break
+
+
+# ---------------------------------------------------------------- summarize
+
+@app.command()
+def summarize(
+    topic: Annotated[str | None, typer.Argument(help="What the summary is about.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Summarize the whole collection.")] = False,
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write Markdown to this file."
+                                                  )] = None,
+    max_papers: Annotated[int | None, typer.Option(
+        "--max-papers", min=2, help="At most this many papers (a sample with --all).")] = None,
+    llm: Annotated[str | None, typer.Option(
+        "--llm", help="auto, openai or none (extractive).")] = None,
+    collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """A literature summary: themes, a paragraph each, every claim cited, references."""
+    from ragqa import summarize as summaries
+
+    out = Renderer()
+    with _errors(debug):
+        if bool(topic and topic.strip()) == all_:
+            raise UsageError("give a TOPIC or --all (one of them)")
+        settings, name = _settings(collection)
+        model = _llm_for(settings, llm)
+        retriever = _open_for_query(settings, name, quiet=as_json)
+        with out.status(enabled=not as_json) as report:
+            summary = summaries.summarize(retriever, None if all_ else topic, llm=model,
+                                          max_papers=max_papers, on_progress=report)
+        markdown = summaries.to_markdown(summary)
+        if out_file:
+            out_file.write_text(markdown, encoding="utf-8")
+        if as_json:
+            out.json(summaries.as_json(summary))
+        elif out_file:
+            out.console.print(f"Wrote {out_file}: {len(summary.themes)} themes, "
+                              f"{len(summary.references)} references")
+        else:
+            out.summary(markdown, summary)
 
 
 # ---------------------------------------------------------------- papers, show

@@ -80,6 +80,7 @@ class Settings:
     llm_retries: int = 2
     prompts_dir: Path | None = None
     llm_gguf: Path | None = None  # a local GGUF model (optional extra "local")
+    chat_memory_tokens: int = 2000  # history a follow-up is condensed with
     # Behaviour
     lock_timeout: float = 60.0
 
@@ -197,6 +198,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         llm_retries=_int(env, "RAGQA_LLM_RETRIES", 2),
         prompts_dir=Path(prompts_dir).expanduser() if prompts_dir else None,
         llm_gguf=Path(gguf).expanduser() if gguf else None,
+        chat_memory_tokens=_int(env, "RAGQA_CHAT_MEMORY_TOKENS", 2000, minimum=100),
         lock_timeout=_float(env, "RAGQA_LOCK_TIMEOUT", 60.0),
     )
     if settings.chunk_overlap >= settings.chunk_tokens:

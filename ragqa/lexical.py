@@ -8,20 +8,26 @@ and a killed ingest leaves at worst an unused folder that the next one removes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragqa.corpus import Paper
+
+if TYPE_CHECKING:
+    from ragqa.retrieve import Filters
 
 CURRENT = "CURRENT"
 # Query words that say "find papers" rather than what to find. Removed from the lexical query
@@ -42,21 +48,38 @@ def fingerprint(states: Iterable[tuple[str, str]]) -> str:
     return digest.hexdigest()
 
 
+_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default token pattern
+
+
+@functools.lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer
 
     return Stemmer.Stemmer("english")
 
 
-def tokenize(texts: Sequence[str], query: bool = False) -> list[list[str]]:
-    import bm25s
+@functools.lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
 
-    tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), return_ids=False,
-                            show_progress=False)
+    return frozenset(STOPWORDS_EN)
+
+
+@functools.lru_cache(maxsize=1)
+def _query_stopwords() -> frozenset[str]:
+    return frozenset(_stemmer().stemWords(sorted(QUERY_STOPWORDS)))
+
+
+def terms(text: str, query: bool = False) -> list[str]:
+    """Lower-cased, stop-word-free, stemmed words: what BM25 indexes and searches. A query also
+    loses the words that only say "find papers" (unless nothing else is left)."""
+    stop = _stopwords()
+    words = [w for w in _WORD.findall(text.lower()) if w not in stop]
+    stems = _stemmer().stemWords(words)
     if query:
-        stemmed_stop = set(_stemmer().stemWords(sorted(QUERY_STOPWORDS)))
-        tokens = [[t for t in q if t not in stemmed_stop] or q for q in tokens]
-    return tokens
+        kept = [t for t in stems if t not in _query_stopwords()]
+        return kept or stems
+    return stems
 
 
 def paper_document(paper: Paper) -> str:
@@ -76,6 +99,8 @@ class LexicalIndex:
                                    check_same_thread=False)
         self.size = self._db.execute("SELECT COUNT(*) FROM papers").fetchone()[0]
         self._bm25 = bm25s.BM25.load(str(folder / "bm25"), mmap=False) if self.size else None
+        self._index_of = {pid: i for i, pid in
+                          self._db.execute("SELECT idx, paper_id FROM papers")}
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -105,17 +130,18 @@ class LexicalIndex:
                                 "LIMIT 5", (_like_prefix(prefix),))
         return [r[0] for r in rows]
 
-    def indices_matching(self, venue: str | None, year: int | None) -> np.ndarray:
+    def indices_matching(self, filters: Filters) -> np.ndarray:
         clauses, args = [], []
-        if venue:
+        if filters.venue:
             clauses.append("venue_key = ?")
-            args.append(venue.lower())
-        if year is not None:
+            args.append(filters.venue.lower())
+        if filters.year is not None:
             clauses.append("year = ?")
-            args.append(year)
+            args.append(filters.year)
         where = " AND ".join(clauses) or "1"
-        return np.array([r[0] for r in self._db.execute(f"SELECT idx FROM papers WHERE {where}",
-                                                        args)], dtype=np.int64)
+        rows = self._db.execute(f"SELECT idx, paper_id FROM papers WHERE {where}", args)
+        ids = filters.paper_ids
+        return np.array([i for i, pid in rows if ids is None or pid in ids], dtype=np.int64)
 
     # ------------------------------------------------------------ search
 
@@ -124,7 +150,7 @@ class LexicalIndex:
         """(paper index, BM25 score) of the n best papers, best first, positive scores only."""
         if not self._bm25:
             return []
-        scores = self._bm25.get_scores(tokenize([query], query=True)[0])
+        scores = self._bm25.get_scores(terms(query, query=True))
         if allowed is not None:
             mask = np.zeros_like(scores)
             mask[allowed] = 1.0
@@ -134,6 +160,28 @@ class LexicalIndex:
         top = top[np.argsort(-scores[top])]
         return [(int(i), float(scores[i])) for i in top if scores[i] > 0]
 
+
+    def index_of(self, paper_id: str) -> int | None:
+        return self._index_of.get(paper_id)
+
+    def coverage(self, query_terms: Sequence[str], indices: Sequence[int]) -> np.ndarray:
+        """For each paper (by index), the idf-weighted share of the query's terms it contains,
+        read off the BM25 index (no re-tokenising of papers)."""
+        idf = self.idf(query_terms)
+        total = sum(idf.values())
+        out = np.zeros(len(indices), dtype=np.float32)
+        if not total or not self._bm25:
+            return out
+        rows = np.full(self.size, -1, dtype=np.int64)
+        rows[np.asarray(indices, dtype=np.int64)] = np.arange(len(indices))
+        scores = self._bm25.scores
+        for term, weight in idf.items():
+            tid = self._bm25.vocab_dict.get(term)
+            if tid is None:
+                continue
+            found = rows[scores["indices"][scores["indptr"][tid]:scores["indptr"][tid + 1]]]
+            out[found[found >= 0]] += weight
+        return out / total
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """BM25's idf of each term; a term the collection never uses gets the highest idf, as
@@ -197,7 +245,7 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
     db.close()
     if papers:
         retriever = bm25s.BM25(k1=1.2, b=0.75)
-        retriever.index(tokenize([paper_document(p) for p in papers]), show_progress=False)
+        retriever.index([terms(paper_document(p)) for p in papers], show_progress=False)
         retriever.save(str(work / "bm25"))
     if background is not None and len(background):
         np.save(work / "background.npy", background.astype(np.float32))

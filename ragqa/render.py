@@ -139,6 +139,45 @@ class Renderer:
                 self.console.print(f"  [{c.n}] {_markup(c.title)}  [dim]{_markup(c.source)} · "
                                    f"id {c.paper_id}[/]")
 
+    @contextmanager
+    def status(self, enabled: bool) -> Iterator[Callable[[str], None]]:
+        """A spinner on stderr for long work (a terminal only); yields a function that sets
+        its message."""
+        if not enabled or not self.err.is_terminal:
+            yield lambda message: None
+            return
+        with self.err.status("Working…") as status:
+            yield lambda message: status.update(escape(message) + "…")
+
+    def summary(self, markdown: str, summary: Any) -> None:
+        from rich.markdown import Markdown
+
+        mode = ("written by an LLM; citations checked" if summary.mode == "llm"
+                else "extractive: one quoted sentence per paper")
+        self.console.print(f"[dim]Summary {mode}.[/]")
+        if summary.llm_calls:
+            self.console.print(f"[dim]{summary.llm_calls} LLM calls, ~{summary.tokens} tokens.[/]")
+        self.console.print(Markdown(safe(markdown)))
+
+    def chat_banner(self, session: Any, llm: Any) -> None:
+        mode = f"LLM {llm.description}" if llm else "extractive (no LLM configured)"
+        resumed = f", {len(session.turns)} earlier turns" if session.turns else ""
+        self.console.print(f"[bold]ragqa chat[/] · session {session.session_id}{resumed} · "
+                           f"collection {escape(session.collection)} · {escape(mode)}\n"
+                           "[dim]/help lists commands; Ctrl-D quits.[/]")
+
+    def sessions(self, sessions: list[dict]) -> None:
+        if not sessions:
+            self.console.print("No saved chat sessions.")
+            return
+        table = Table(title="Chat sessions")
+        for column in ("session", "created", "turns", "collection", "first question"):
+            table.add_column(column)
+        for s in sessions:
+            table.add_row(s["session_id"], s["created"], str(s["turns"]),
+                          escape(s["collection"]), _markup(s["first_question"][:60]))
+        self.console.print(table)
+
     # ------------------------------------------------------------ papers
 
     def paper_table(self, papers: list[Paper], collection: str, full: bool) -> None:

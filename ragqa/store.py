@@ -283,6 +283,20 @@ class Store:
                          ids=[f"{ids[i]}::0" for i in chosen], include=["embeddings"])
         return np.asarray(got["embeddings"], dtype=np.float32)
 
+    def paper_vectors(self, paper_ids: Sequence[str]) -> np.ndarray:
+        """One vector per paper (its chunk 0), in the order given."""
+        coll = self.collection()
+        out = np.zeros((len(paper_ids), self.encoder.dimension or 0), dtype=np.float32)
+        for start in range(0, len(paper_ids), 1000):
+            batch = [f"{pid}::0" for pid in paper_ids[start : start + 1000]]
+            got = self._call("reading vectors", coll.get, ids=batch, include=["embeddings"])
+            found = dict(zip(got["ids"], got["embeddings"], strict=True))
+            rows = np.asarray([found[i] for i in batch], dtype=np.float32)
+            if out.shape[1] != rows.shape[1]:
+                out = np.zeros((len(paper_ids), rows.shape[1]), dtype=np.float32)
+            out[start : start + len(batch)] = rows
+        return out
+
     def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[dict]:
         """The n nearest chunks: dicts with paper_id, similarity, document, metadata."""
         coll = self.collection()

@@ -1,0 +1,231 @@
+"""Conversations: follow-ups become standalone questions, every turn is an `ask` with checked
+citations, and sessions persist under the data folder.
+
+Citation numbers restart with every turn: each turn's answer, like `ask`, cites [1]..[k] and
+carries its own references, so a turn reads correctly on its own (in JSON, in a saved
+transcript) and never points at a paper retrieved for another question.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragqa.answer import Answer, answer_question, fill, load_prompt
+from ragqa.retrieve import Filters
+
+if TYPE_CHECKING:
+    from ragqa.config import Settings
+    from ragqa.llm import ChatLLM
+    from ragqa.retrieve import Retriever
+
+# Words that point back at papers of an earlier turn. "it"/"its"/"this paper" mean one paper;
+# "them"/"they"/"these"/"those" all the papers the last answer cited.
+_PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
+_SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
+                           r"work|one|method|model)|the paper)\b", re.I)
+_ORDINAL = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (?:one|paper|of them)\b",
+                      re.I)
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+_FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+of\s+(?:them|these|those)\s+", re.I)
+
+
+@dataclass
+class Turn:
+    question: str
+    standalone: str
+    answer: dict  # the `ask --json` object of this turn
+    cited_ids: list[str] = field(default_factory=list)
+    restricted_to: list[str] | None = None
+
+
+@dataclass
+class Session:
+    session_id: str
+    collection: str
+    created: float
+    turns: list[Turn] = field(default_factory=list)
+
+    @property
+    def last_cited(self) -> list[str]:
+        return self.turns[-1].cited_ids if self.turns else []
+
+    def title_of(self, paper_id: str) -> str:
+        for turn in reversed(self.turns):
+            for citation in turn.answer["citations"]:
+                if citation["paper_id"] == paper_id:
+                    return citation["title"]
+        return paper_id
+
+
+# ---------------------------------------------------------------- persistence
+
+def sessions_dir(settings: Settings) -> Path:
+    return settings.home / "chats"
+
+
+def new_session(collection: str) -> Session:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Session(f"{stamp}-{uuid.uuid4().hex[:6]}", collection, time.time())
+
+
+def save_session(settings: Settings, session: Session) -> Path:
+    folder = sessions_dir(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session.session_id}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(asdict(session), ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(tmp, path)  # a crash mid-write never leaves half a session
+    return path
+
+
+def load_session(settings: Settings, session_id: str | None) -> Session:
+    """A saved session by id (or unique prefix); the most recent one when id is None."""
+    folder = sessions_dir(settings)
+    paths = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() \
+        else []
+    if session_id:
+        paths = [p for p in paths if p.stem.startswith(session_id)]
+    if not paths or (session_id and len(paths) > 1):
+        what = f"session {session_id!r}" if session_id else "a saved session"
+        raise ValueError(f"no {what} to resume (ragqa chat --list shows them)" if not paths
+                         else f"{session_id!r} matches several sessions")
+    raw = json.loads(paths[-1].read_text(encoding="utf-8"))
+    turns = [Turn(**t) for t in raw.pop("turns")]
+    return Session(**raw, turns=turns)
+
+
+def list_sessions(settings: Settings) -> list[dict]:
+    folder = sessions_dir(settings)
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        first = raw["turns"][0]["question"] if raw["turns"] else ""
+        out.append({"session_id": raw["session_id"], "collection": raw["collection"],
+                    "turns": len(raw["turns"]), "first_question": first,
+                    "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(raw["created"]))})
+    return out
+
+
+# ---------------------------------------------------------------- follow-ups
+
+def referenced_papers(question: str, session: Session) -> list[str] | None:
+    """The earlier papers a follow-up points at, or None if it points at none."""
+    cited = session.last_cited
+    if not cited:
+        return None
+    ordinal = _ORDINAL.search(question)
+    if ordinal:
+        index = _ORDINALS[ordinal.group(1).lower()]
+        return [cited[index]] if -len(cited) <= index < len(cited) else None
+    if _PLURAL_REF.search(question) or _SINGULAR_REF.search(question):
+        # "it" after an answer citing several papers is one of them: search among them all.
+        return list(cited)
+    return None
+
+
+def strip_references(question: str) -> str:
+    """The follow-up without the words that point back: what to search among the papers."""
+    text = _FRAME.sub("", question)
+    for pattern in (_ORDINAL, _PLURAL_REF, _SINGULAR_REF):
+        text = pattern.sub("", text)
+    text = " ".join(text.split())
+    return text if len(text) >= 3 else question
+
+
+def offline_standalone(question: str, session: Session, papers: list[str]) -> str:
+    """Spell out the papers a follow-up refers to, so the question reads alone."""
+    names = [session.title_of(pid) for pid in papers]
+    named = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    subject = f"the paper {named}" if len(names) == 1 else f"the papers {named}"
+    rest = _FRAME.sub("", question)
+    if rest != question:  # "Which of them uses X?" -> "Which of the papers A and B uses X?"
+        return f"Which of {subject} {rest}"
+    replaced = _ORDINAL.sub(subject, question)
+    if replaced == question:
+        replaced = _PLURAL_REF.sub(subject, question, count=1)
+    if replaced == question:
+        replaced = _SINGULAR_REF.sub(subject, question, count=1)
+    return replaced
+
+
+def history_text(session: Session, budget_tokens: int, count_tokens: Callable[[str], int]) -> str:
+    """The latest turns that fit the token budget, oldest first; older turns are dropped."""
+    lines: list[str] = []
+    used = 0
+    for turn in reversed(session.turns):
+        block = f"User: {turn.standalone}\nAssistant: {turn.answer['answer']}"
+        cost = count_tokens(block)
+        if used + cost > budget_tokens:
+            break
+        lines.insert(0, block)
+        used += cost
+    return "\n\n".join(lines)
+
+
+@dataclass
+class Condensed:
+    standalone: str  # shown to the user, and what the answer answers
+    query: str  # what retrieval searches for
+    papers: list[str] | None  # the earlier papers it refers to, to search among
+
+
+def condense(question: str, session: Session, llm: ChatLLM | None, settings: Settings,
+             count_tokens: Callable[[str], int]) -> Condensed:
+    papers = referenced_papers(question, session)
+    if not session.turns:
+        return Condensed(question, question, None)
+    if llm is not None:
+        history = history_text(session, settings.chat_memory_tokens, count_tokens)
+        standalone = llm.complete(fill(load_prompt("condense", settings), history=history,
+                                       question=question)).strip() or question
+        return Condensed(standalone, standalone, papers)
+    if papers is None:
+        return Condensed(question, question, None)
+    return Condensed(offline_standalone(question, session, papers), strip_references(question),
+                     papers)
+
+
+# ---------------------------------------------------------------- a turn
+
+def ask_in_session(session: Session, question: str, retriever: Retriever, llm: ChatLLM | None,
+                   on_token: Callable[[str], None] | None = None) -> tuple[Answer, Turn]:
+    settings = retriever.store.settings
+    condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens)
+    papers = condensed.papers
+    filters = Filters(paper_ids=frozenset(papers)) if papers else None
+    answer = answer_question(retriever, condensed.standalone, llm=llm, on_token=on_token,
+                             filters=filters, query=condensed.query)
+    if papers and not answer.citations and llm is None:
+        # The follow-up does not concern the earlier papers after all: search everything.
+        answer = answer_question(retriever, condensed.standalone, llm=None)
+        papers = None
+    record = {**answer.as_json(), "question": question}
+    turn = Turn(question, condensed.standalone, record,
+                [c.paper_id for c in answer.citations], papers)
+    session.turns.append(turn)
+    return answer, turn
+
+
+def transcript_markdown(session: Session) -> str:
+    """The session as Markdown: each turn's question, answer and its own references."""
+    parts = [f"# ragqa chat {session.session_id}", "",
+             f"Collection: {session.collection}", ""]
+    for number, turn in enumerate(session.turns, start=1):
+        parts += [f"## {number}. {turn.question}", ""]
+        if turn.standalone != turn.question:
+            parts += [f"*Standalone question: {turn.standalone}*", ""]
+        parts += [turn.answer["answer"], ""]
+        if turn.answer["citations"]:
+            parts += ["References:", ""]
+            parts += [f"[{c['n']}] {c['title']} ({c['source']}, id {c['paper_id']})"
+                      for c in turn.answer["citations"]]
+            parts.append("")
+    return "\n".join(parts)

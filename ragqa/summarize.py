@@ -1,0 +1,315 @@
+"""Literature summaries: the papers of a topic (or a whole collection) grouped into themes by
+clustering their embeddings, a paragraph per theme, every claim cited, one reference list.
+
+Bounded at any scale: k-means runs on one vector per paper (a sample of at most
+`SAMPLE_FOR_K` papers picks the number of themes), and each theme is written from its most
+central papers only (at most `PER_THEME`), so the work per summary, and the number of LLM
+calls (two per theme plus one overview), stay fixed however large the collection is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragqa.answer import check_citations, fill, load_prompt, sources_block
+from ragqa.corpus import Paper
+from ragqa.retrieve import CUT_FOR_SUMMARIES, Hit, best_sentence
+
+if TYPE_CHECKING:
+    from ragqa.llm import ChatLLM
+    from ragqa.retrieve import Retriever
+
+MIN_THEMES, MAX_THEMES = 2, 10
+PER_THEME = 15  # papers a theme's paragraph is written from (its most central ones)
+SAMPLE_FOR_K = 2000
+LLM_CONCURRENCY = 4
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
+# Words that name no theme: English function words and the vocabulary of every abstract.
+_GENERIC = frozenset("""
+a about above across after again against all almost along also although always among an and
+another any are around as at be because been before being below between both but by can
+cannot could did do does doing done down during each either enough especially even ever every
+few for from further furthermore had has have having here how however if in into is it its
+itself just less like made make makes many may might more moreover most much must near need
+needs neither no nor not now of off often on once one only onto or other others otherwise our
+ours out over own per rather same several shall should since so some such than that the their
+them then there therefore these they this those though through thus to together too toward
+towards under until up upon us use used uses using very via was we well were what when where
+whether which while who whose why will with within without would yet you your
+paper papers propose proposed proposes method methods approach approaches model models result
+results show shows shown based new novel task tasks performance framework existing art state
+data learning work works problem problems experiment experiments experimental demonstrate
+demonstrates recent recently achieve achieves achieving introduce introduces present presents
+first two three significant significantly improve improves improved improvement improvements
+existing challenge challenges key critical large remains remain various outperforms compared
+approach provides provide enables enable effective effectively efficient extensive study
+github https http com code available address addresses org www
+""".split())  # noqa: SIM905 - a word list reads best as text
+@dataclass
+class Theme:
+    name: str
+    papers: list[Paper]  # every paper of the theme, most central first
+    text: str = ""
+    size: int = 0
+
+
+@dataclass
+class Summary:
+    topic: str
+    mode: str
+    themes: list[Theme]
+    overview: str
+    references: list[Paper]  # [n] is references[n - 1]
+    papers_considered: int
+    llm_calls: int = 0
+    tokens: int = 0
+    dropped_citations: int = 0
+    unsupported: list[dict] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- clustering
+
+def kmeans(vectors: np.ndarray, k: int, seed: int = 0, iterations: int = 50) -> np.ndarray:
+    """Labels of spherical k-means (cosine) with k-means++ seeding; deterministic per seed."""
+    rng = np.random.default_rng(seed)
+    centres = [vectors[rng.integers(len(vectors))]]
+    for _ in range(1, k):
+        distance = 1.0 - np.max(vectors @ np.array(centres).T, axis=1)
+        weights = np.clip(distance, 0, None) ** 2
+        total = weights.sum()
+        pick = rng.choice(len(vectors), p=weights / total) if total > 0 else rng.integers(
+            len(vectors))
+        centres.append(vectors[pick])
+    centre_matrix = np.array(centres)
+    labels = np.zeros(len(vectors), dtype=np.int64)
+    for _ in range(iterations):
+        new = np.argmax(vectors @ centre_matrix.T, axis=1)
+        if _ and np.array_equal(new, labels):
+            break
+        labels = new
+        for c in range(k):
+            members = vectors[labels == c]
+            if len(members):
+                mean = members.mean(axis=0)
+                centre_matrix[c] = mean / (np.linalg.norm(mean) or 1.0)
+    return labels
+
+
+def silhouette(vectors: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette with cosine distance."""
+    distances = 1.0 - vectors @ vectors.T
+    scores = []
+    for i, label in enumerate(labels):
+        same = labels == label
+        if same.sum() <= 1:
+            scores.append(0.0)
+            continue
+        a = distances[i, same].sum() / (same.sum() - 1)
+        b = min(distances[i, labels == other].mean() for other in set(labels) if other != label)
+        scores.append((b - a) / max(a, b, 1e-9))
+    return float(np.mean(scores))
+
+
+def choose_themes(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Labels for the number of themes (within bounds) with the best silhouette."""
+    n = len(vectors)
+    if n < 2 * MIN_THEMES:
+        return np.zeros(n, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    sample = rng.choice(n, size=min(n, SAMPLE_FOR_K), replace=False)
+    best_k, best_score = MIN_THEMES, -2.0
+    for k in range(MIN_THEMES, min(MAX_THEMES, n // 2) + 1):
+        score = silhouette(vectors[sample], kmeans(vectors[sample], k, seed))
+        if score > best_score + 1e-6:
+            best_k, best_score = k, score
+    return kmeans(vectors, best_k, seed)
+
+
+# ---------------------------------------------------------------- naming (offline)
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text) if w.lower() not in _GENERIC]
+
+
+def distinctive_terms(groups: Sequence[Sequence[Paper]], most: int = 3) -> list[list[str]]:
+    """For each group, the words that are frequent in it and rare elsewhere (class TF-IDF)."""
+    counts = [Counter(w for p in group for w in set(_words(f"{p.title} {p.text}")))
+              for group in groups]
+    in_groups = Counter(w for c in counts for w in c)
+    names = []
+    for group, count in zip(groups, counts, strict=True):
+        # A theme's name is shared by its papers: a word of one paper alone names that paper.
+        shared = [w for w in count if count[w] >= 2] if len(group) >= 3 else list(count)
+        scored = sorted(shared, key=lambda w: (-(count[w] / len(group))
+                                               * math.log(1 + len(groups) / in_groups[w]), w))
+        names.append(scored[:most])
+    return names
+
+
+# ---------------------------------------------------------------- writing
+
+def _extractive_paragraph(theme: Theme, numbers: dict[str, int], terms: set[str]) -> str:
+    lines = []
+    for paper in theme.papers[:PER_THEME]:
+        sentence = best_sentence(paper.text, terms)
+        lines.append(f"**{paper.title}**: {sentence} [{numbers[paper.paper_id]}]")
+    return " ".join(lines)
+
+
+class _LLMCounter:
+    """Counts calls and (approximate) tokens across the threads of one summary."""
+
+    def __init__(self, llm: ChatLLM, count_tokens: Callable[[str], int]) -> None:
+        self.llm, self.count_tokens, self.calls, self.tokens = llm, count_tokens, 0, 0
+
+    def complete(self, prompt: str) -> str:
+        reply = self.llm.complete(prompt)
+        self.calls += 1
+        self.tokens += self.count_tokens(prompt) + self.count_tokens(reply)
+        return reply
+
+
+def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = None,
+              max_papers: int | None = None,
+              on_progress: Callable[[str], None] | None = None) -> Summary:
+    """A themed summary of the papers on `topic`, or of the whole collection when None."""
+    progress = on_progress or (lambda message: None)
+    papers = _select_papers(retriever, topic, max_papers)
+    if not papers:
+        total = retriever.total_papers
+        return Summary(topic or "", "llm" if llm else "extractive", [],
+                       f"None of the {total} papers in this collection addresses “{topic}”.",
+                       [], 0)
+    progress(f"Clustering {len(papers)} papers")
+    vectors = retriever.store.paper_vectors([p.paper_id for p in papers])
+    labels = choose_themes(vectors)
+    themes = _themes(papers, vectors, labels)
+    pool = [p for theme in themes for p in theme.papers[:PER_THEME]]
+    numbers = {p.paper_id: n for n, p in enumerate(pool, start=1)}
+    summary = Summary(topic or "", "llm" if llm else "extractive", themes, "", pool,
+                      len(papers))
+    terms = set(retriever_terms(topic or ""))
+    if llm is None:
+        for theme, words in zip(themes, distinctive_terms([t.papers for t in themes]),
+                                strict=True):
+            theme.name = ", ".join(words) if words else "Other"
+            theme.text = _extractive_paragraph(theme, numbers, terms | set(words))
+        summary.overview = _overview(summary)
+        return _renumber(summary)
+    counter = _LLMCounter(llm, retriever.store.encoder.count_tokens)
+    progress(f"Writing {len(themes)} themes")
+    with ThreadPoolExecutor(max_workers=LLM_CONCURRENCY) as pool:
+        list(pool.map(lambda t: _write_theme(t, numbers, counter, retriever, summary),
+                      themes))
+    summary.overview = counter.complete(fill(
+        load_prompt("overview", retriever.store.settings), topic=topic or "the whole collection",
+        themes="\n\n".join(f"## {t.name}\n{t.text}" for t in themes))).strip()
+    summary.overview = re.sub(r"\[[\d,\s\-–;]+\]", "", summary.overview).strip()
+    summary.llm_calls, summary.tokens = counter.calls, counter.tokens
+    return _renumber(summary)
+
+
+def _renumber(summary: Summary) -> Summary:
+    """References in order of first citation across the themes; only cited papers listed."""
+    order: dict[int, int] = {}
+
+    def renumber(match: re.Match) -> str:
+        numbers = sorted({order.setdefault(int(x), len(order) + 1)
+                          for x in re.split(r"\s*,\s*", match.group(1))})
+        return "[" + ", ".join(map(str, numbers)) + "]"
+
+    for theme in summary.themes:
+        theme.text = re.sub(r"\[(\d+(?:\s*,\s*\d+)*)\]", renumber, theme.text)
+    pool = summary.references
+    summary.references = [pool[old - 1] for old, _ in sorted(order.items(), key=lambda kv: kv[1])]
+    return summary
+
+
+def retriever_terms(text: str) -> list[str]:
+    from ragqa import lexical
+
+    return lexical.terms(text, query=True) if text else []
+
+
+def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | None
+                   ) -> list[Paper]:
+    if topic:
+        hits = retriever.search(topic, k=max_papers, sentences=False,
+                                rule=CUT_FOR_SUMMARIES).hits
+        return [h.paper for h in hits]
+    assert retriever.lexical is not None
+    papers = retriever.lexical.all_papers()
+    if max_papers and len(papers) > max_papers:
+        rng = np.random.default_rng(0)
+        papers = [papers[i] for i in sorted(rng.choice(len(papers), max_papers, replace=False))]
+    return papers
+
+
+def _themes(papers: list[Paper], vectors: np.ndarray, labels: np.ndarray) -> list[Theme]:
+    themes = []
+    for label in sorted(set(labels.tolist())):
+        members = np.flatnonzero(labels == label)
+        centre = vectors[members].mean(axis=0)
+        order = members[np.argsort(-(vectors[members] @ centre))]  # most central first
+        themes.append(Theme("", [papers[i] for i in order], size=len(members)))
+    themes.sort(key=lambda t: -t.size)
+    return themes
+
+
+def _write_theme(theme: Theme, numbers: dict[str, int], counter: _LLMCounter,
+                 retriever: Retriever, summary: Summary) -> None:
+    settings = retriever.store.settings
+    chosen = theme.papers[:PER_THEME]
+    hits = [Hit(i, 0.0, 0.0, 0.0, paper=p) for i, p in enumerate(chosen)]
+    theme.name = counter.complete(fill(load_prompt("theme_name", settings),
+                                       sources=sources_block(hits))).strip().strip('"#* ')
+    draft = counter.complete(fill(load_prompt("summarize", settings), theme=theme.name,
+                                  sources=sources_block(hits), language="English"))
+    checked = check_citations(draft, hits)
+    summary.dropped_citations += checked.dropped
+    # check_citations numbered by first use within the paragraph; map to the global numbers.
+    local = {c.n: numbers[c.paper_id] for c in checked.citations}
+    theme.text = re.sub(r"\[([\d,\s]+)\]", lambda m: "[" + ", ".join(
+        str(n) for n in sorted(local[int(x)] for x in m.group(1).split(","))) + "]",
+        checked.text)
+
+
+def _overview(summary: Summary) -> str:
+    parts = [f"{t.name} ({t.size})" for t in summary.themes]
+    scope = f"on “{summary.topic}”" if summary.topic else "in the collection"
+    themes = "1 theme" if len(summary.themes) == 1 else f"{len(summary.themes)} themes"
+    return f"{summary.papers_considered} papers {scope} fall into {themes}: {'; '.join(parts)}."
+
+
+def as_json(summary: Summary) -> dict:
+    def brief(paper: Paper) -> dict:
+        return {"paper_id": paper.paper_id, "title": paper.title, "source": paper.source}
+
+    return {
+        "topic": summary.topic, "mode": summary.mode,
+        "papers_considered": summary.papers_considered, "overview": summary.overview,
+        "themes": [{"name": t.name, "size": t.size, "text": t.text,
+                    "papers": [brief(p) for p in t.papers]} for t in summary.themes],
+        "references": [{"n": n, **brief(p)} for n, p in enumerate(summary.references, start=1)],
+        "llm_calls": summary.llm_calls, "tokens": summary.tokens,
+        "dropped_citations": summary.dropped_citations,
+    }
+
+
+def to_markdown(summary: Summary) -> str:
+    title = f"Summary: {summary.topic}" if summary.topic else "Summary of the collection"
+    lines = [f"# {title}", "", summary.overview, ""]
+    for theme in summary.themes:
+        lines += [f"## {theme.name} ({theme.size} papers)", "", theme.text, ""]
+    lines += ["## References", ""]
+    lines += [f"[{n}] {p.title} ({p.source}, id {p.paper_id})"
+              for n, p in enumerate(summary.references, start=1)]
+    return "\n".join(lines) + "\n"
