@@ -78,6 +78,15 @@ def _kept(signals, z_strong: float, z_weak: float, coverage: float, near_best: f
         [z for *_, z, _ in signals], [c for *_, c in signals], rule), strict=True) if keep}
 
 
+def _confusion(sets, setting) -> tuple[int, int, int]:
+    """(true positives, false positives, false negatives) of a setting over labelled sets."""
+    tp = fp = fn = 0
+    for signals, relevant in sets:
+        kept = _kept(signals, *setting)
+        tp, fp, fn = tp + len(kept & relevant), fp + len(kept - relevant), fn + len(relevant - kept)
+    return tp, fp, fn
+
+
 def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
@@ -125,19 +134,9 @@ def main() -> int:
 
     rows = []
     for setting in itertools.product(*GRID.values()):
-        counts = [0, 0, 0]
-        for signals, relevant in on_scifact:
-            kept = _kept(signals, *setting)
-            counts[0] += len(kept & relevant)
-            counts[1] += len(kept - relevant)
-            counts[2] += len(relevant - kept)
+        counts = _confusion(on_scifact, setting)
         false_alarms = sum(bool(_kept(s, *setting)) for s in on_seeds)
-        seed_counts = [0, 0, 0]
-        for signals, relevant in labelled:
-            kept = _kept(signals, *setting)
-            seed_counts[0] += len(kept & relevant)
-            seed_counts[1] += len(kept - relevant)
-            seed_counts[2] += len(relevant - kept)
+        seed_counts = _confusion(labelled, setting)
         p, r, f1 = _prf(*counts)
         sp, sr, sf1 = _prf(*seed_counts)
         rows.append({**dict(zip(GRID, setting, strict=True)),

@@ -36,6 +36,8 @@ CollectionOpt = Annotated[str | None, typer.Option(
     "--collection", "-c", help="Collection name (default: RAGQA_COLLECTION or 'default').")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema in the README).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+VenueOpt = Annotated[str | None, typer.Option("--venue", help="Only papers of this venue.")]
+YearOpt = Annotated[int | None, typer.Option("--year", help="Only papers of this year.")]
 
 
 class UsageError(ValueError):
@@ -207,8 +209,7 @@ def search(
         "--batch", help="JSONL of {\"_id\",\"text\"} queries; one JSON result line each "
         "(ranked, no relevance cut unless --cut).")] = None,
     cut: Annotated[bool, typer.Option("--cut", help="With --batch: apply the cut.")] = False,
-    venue: Annotated[str | None, typer.Option(help="Only papers of this venue.")] = None,
-    year: Annotated[int | None, typer.Option(help="Only papers of this year.")] = None,
+    venue: VenueOpt = None, year: YearOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Find the papers that matter for a question, each with its best-matching sentence."""
@@ -257,8 +258,7 @@ def ask(
                          ] = False,
     k: Annotated[int | None, typer.Option("-k", "--top", min=1, help="At most this many "
                                           "papers as sources.")] = None,
-    venue: Annotated[str | None, typer.Option(help="Only papers of this venue.")] = None,
-    year: Annotated[int | None, typer.Option(help="Only papers of this year.")] = None,
+    venue: VenueOpt = None, year: YearOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Answer a question from the papers, every sentence cited and checked."""
