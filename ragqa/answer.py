@@ -8,6 +8,7 @@ support are reported. What is shown and stored is always the checked answer.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 # same-topic wrong abstract are caught (citations of an off-topic abstract score far lower).
 SUPPORT_THRESHOLD = 0.40
 MAX_SOURCES = 12
-_CITATION = re.compile(r"\[\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[-–]\s*\d+)?)*)\s*\]")
+CITATION = re.compile(r"\[\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[-–]\s*\d+)?)*)\s*\]")
+_SPACED_CITATION = re.compile(r"([ \t]*)" + CITATION.pattern)
 _QUANTITY = re.compile(r"\b(?:how (?:many|much|fast|large|long|big)|what (?:speedup|accuracy|"
                        r"percentage|number|size|score|rate)|by how)\b", re.IGNORECASE)
 
@@ -61,10 +63,15 @@ def sources_block(hits: Sequence[Hit]) -> str:
     parts = []
     for n, hit in enumerate(hits, start=1):
         paper = hit.paper
-        body = re.sub(r"</?\s*sources?\b", "‹source", paper.text, flags=re.IGNORECASE)
-        parts.append(f'<source n="{n}" title="{paper.title}" id="{paper.paper_id}">\n'
-                     f"{body}\n</source>")
+        title, pid = (html.escape(_untagged(x), quote=True) for x in (paper.title, paper.paper_id))
+        parts.append(f'<source n="{n}" title="{title}" id="{pid}">\n'
+                     f"{_untagged(paper.text)}\n</source>")
     return "\n".join(parts)
+
+
+def _untagged(text: str) -> str:
+    """Data cannot open or close a source block."""
+    return re.sub(r"<\s*/?\s*sources?\b", "‹source", text, flags=re.IGNORECASE)
 
 
 # ---------------------------------------------------------------- language
@@ -126,7 +133,7 @@ class CheckedText:
     unsupported: list[dict] = field(default_factory=list)
 
 
-def _expand(group: str) -> list[int]:
+def expand_citation(group: str) -> list[int]:
     numbers: list[int] = []
     for part in re.split(r"\s*[,;]\s*", group.strip()):
         if re.search(r"[-–]", part):
@@ -145,17 +152,16 @@ def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
     def rewrite(match: re.Match) -> str:
         nonlocal dropped
         kept = []
-        for number in _expand(match.group(1)):
+        for number in expand_citation(match.group(2)):
             if 1 <= number <= len(hits):
                 kept.append(order.setdefault(number, len(order) + 1))
             else:
                 dropped += 1
         if not kept:
-            return ""
-        return "[" + ", ".join(str(n) for n in sorted(set(kept))) + "]"
+            return ""  # with the blank before it: a removed citation leaves no gap
+        return match.group(1) + "[" + ", ".join(str(n) for n in sorted(set(kept))) + "]"
 
-    checked = _CITATION.sub(rewrite, text)
-    checked = re.sub(r"[ \t]+([.,;:])", r"\1", checked)  # a removed citation leaves no gap
+    checked = _SPACED_CITATION.sub(rewrite, text)
     citations = []
     for number, new in sorted(order.items(), key=lambda kv: kv[1]):
         paper = hits[number - 1].paper
@@ -164,7 +170,7 @@ def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
 
 
 def cited_numbers(sentence: str) -> list[int]:
-    return sorted({n for m in _CITATION.finditer(sentence) for n in _expand(m.group(1))})
+    return sorted({n for m in CITATION.finditer(sentence) for n in expand_citation(m.group(1))})
 
 
 def answer_sentences(text: str) -> list[str]:
@@ -174,7 +180,7 @@ def answer_sentences(text: str) -> list[str]:
     for line in text.splitlines():
         line = re.sub(r"^\s*(?:[-*•>]|\d+[.)])\s+", "", line).strip()
         for piece in split_sentences(line):
-            if sentences and not _CITATION.sub("", piece).strip(" .;,"):
+            if sentences and not CITATION.sub("", piece).strip(" .;,"):
                 sentences[-1] += " " + piece
             else:
                 sentences.append(piece)
@@ -190,7 +196,7 @@ def score_support(checked: CheckedText, hits_by_id: dict[str, Hit], encoder: Enc
     if not claims:
         return
     evidence = {c.n: split_sentences(hits_by_id[c.paper_id].paper.text) for c in checked.citations}
-    claim_vectors = encoder.embed([_CITATION.sub("", c) for c in claims])
+    claim_vectors = encoder.embed([CITATION.sub("", c) for c in claims])
     evidence_vectors = {n: encoder.embed(sents) for n, sents in evidence.items() if sents}
     best_quote: dict[int, str] = {}
     for claim, vector in zip(claims, claim_vectors, strict=True):
@@ -244,20 +250,38 @@ def no_paper_answer(topic: str, total: int) -> str:
     return f"None of the {total} papers in this collection addresses “{topic}”."
 
 
-def extractive_text(question: str, query: str, hits: Sequence[Hit], total: int) -> str:
+def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
+                      ) -> CheckedText:
     """Sentences taken verbatim from the abstracts, each cited. `question` decides the form
-    (a list of papers, or the sentences that hold a fact); `query` is what was searched."""
+    (a list of papers, or the sentences that hold a fact); `query` is what was searched.
+
+    Citations are assigned as the text is built, never parsed back out of it: a quoted
+    sentence may itself hold brackets ("the range [0, 100]") that are no citations."""
     topic = topic_of(query)
     if not hits:
-        return no_paper_answer(topic, total)
+        return CheckedText(no_paper_answer(topic, total), [], 0)
     listing = is_list_question(question) or is_list_question(query)
     if listing or len(hits) > 3 and not _QUANTITY.search(question):
+        quoted = [(h, h.best_sentence) for h in hits]
         noun = "paper addresses" if len(hits) == 1 else "papers address"
-        lines = [f"{len(hits)} {noun} “{topic}”:", ""]
-        lines += [f"- **{h.paper.title}**: {h.best_sentence} [{n}]"
-                  for n, h in enumerate(hits, start=1)]
-        return "\n".join(lines)
-    return "\n\n".join(f"> {sentence} [{n}]" for n, sentence in _fact_sentences(query, hits))
+        header = f"{len(hits)} {noun} “{topic}”:\n\n"
+        line = "- **{title}**: {sentence} [{n}]"
+        joiner = "\n"
+    else:
+        quoted = [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
+        header, line, joiner = "", "> {sentence} [{n}]", "\n\n"
+    numbers: dict[str, int] = {}
+    citations: list[Citation] = []
+    lines = []
+    for hit, sentence in quoted:
+        paper = hit.paper
+        if paper.paper_id not in numbers:
+            numbers[paper.paper_id] = len(numbers) + 1
+            citations.append(Citation(numbers[paper.paper_id], paper.paper_id, paper.title,
+                                      paper.source, quote=sentence))
+        lines.append(line.format(title=paper.title, sentence=sentence,
+                                 n=numbers[paper.paper_id]))
+    return CheckedText(header + joiner.join(lines), citations, 0)
 
 
 def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
@@ -297,14 +321,15 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
                       "LLM ragqa cannot translate it. These are the closest matches; set "
                       "OPENAI_BASE_URL or OPENAI_API_KEY for a translated, written answer.")
     query = query or question
-    result = retriever.search(query, k=k or MAX_SOURCES, filters=filters)
+    # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES.
+    result = retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters)
     hits, total = result.hits, result.total_papers
     if llm is None:
         if not hits and language != "English":
             hits = retriever.search(query, k=3, filters=filters, cut=False).hits
-        draft = extractive_text(question, query, hits, total)
+        checked = extractive_answer(question, query, hits, total)
     elif not hits:
-        draft = no_paper_answer(topic_of(query), total)
+        checked = CheckedText(no_paper_answer(topic_of(query), total), [], 0)
     else:
         prompt = fill(load_prompt("answer", settings), sources=sources_block(hits),
                       question=question, language=language)
@@ -312,8 +337,8 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
             draft = "".join(_forward(llm.stream(prompt), on_token))
         else:
             draft = llm.complete(prompt)
-    checked = check_citations(draft, hits)
-    score_support(checked, {h.paper.paper_id: h for h in hits}, retriever.store.encoder)
+        checked = check_citations(draft, hits)
+        score_support(checked, {h.paper.paper_id: h for h in hits}, retriever.store.encoder)
     return Answer(question, "llm" if llm else "extractive", checked.text, checked.citations,
                   checked.unsupported, checked.dropped, hits, total, query, language, notice,
                   llm.description if llm else "")

@@ -43,7 +43,6 @@ class Turn:
     standalone: str
     answer: dict  # the `ask --json` object of this turn
     cited_ids: list[str] = field(default_factory=list)
-    restricted_to: list[str] | None = None
 
 
 @dataclass
@@ -97,16 +96,22 @@ def load_session(settings: Settings, session_id: str | None) -> Session:
         what = f"session {session_id!r}" if session_id else "a saved session"
         raise ValueError(f"no {what} to resume (ragqa chat --list shows them)" if not paths
                          else f"{session_id!r} matches several sessions")
-    raw = json.loads(paths[-1].read_text(encoding="utf-8"))
-    turns = [Turn(**t) for t in raw.pop("turns")]
-    return Session(**raw, turns=turns)
+    try:
+        raw = json.loads(paths[-1].read_text(encoding="utf-8"))
+        turns = [Turn(**t) for t in raw.pop("turns")]
+        return Session(**raw, turns=turns)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"session file {paths[-1]} is damaged ({type(exc).__name__})") from None
 
 
 def list_sessions(settings: Settings) -> list[dict]:
     folder = sessions_dir(settings)
     out = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a damaged file is not a session; --resume of it says so
         first = raw["turns"][0]["question"] if raw["turns"] else ""
         out.append({"session_id": raw["session_id"], "collection": raw["collection"],
                     "turns": len(raw["turns"]), "first_question": first,
@@ -182,11 +187,11 @@ def condense(question: str, session: Session, llm: ChatLLM | None, settings: Set
     papers = referenced_papers(question, session)
     if not session.turns:
         return Condensed(question, question, None)
-    if llm is not None:
+    if llm is not None:  # the condensed question names what it refers to: no restriction
         history = history_text(session, settings.chat_memory_tokens, count_tokens)
         standalone = llm.complete(fill(load_prompt("condense", settings), history=history,
                                        question=question)).strip() or question
-        return Condensed(standalone, standalone, papers)
+        return Condensed(standalone, standalone, None)
     if papers is None:
         return Condensed(question, question, None)
     return Condensed(offline_standalone(question, session, papers), strip_references(question),
@@ -203,13 +208,11 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: C
     filters = Filters(paper_ids=frozenset(papers)) if papers else None
     answer = answer_question(retriever, condensed.standalone, llm=llm, on_token=on_token,
                              filters=filters, query=condensed.query)
-    if papers and not answer.citations and llm is None:
-        # The follow-up does not concern the earlier papers after all: search everything.
-        answer = answer_question(retriever, condensed.standalone, llm=None)
-        papers = None
+    if papers and not answer.citations:
+        # The follow-up is about none of the earlier papers: search everything for its topic.
+        answer = answer_question(retriever, condensed.query, llm=None)
     record = {**answer.as_json(), "question": question}
-    turn = Turn(question, condensed.standalone, record,
-                [c.paper_id for c in answer.citations], papers)
+    turn = Turn(question, condensed.standalone, record, [c.paper_id for c in answer.citations])
     session.turns.append(turn)
     return answer, turn
 

@@ -45,7 +45,7 @@ class UsageError(ValueError):
 
 
 def _exit_code(exc: BaseException) -> int | None:
-    """2 for bad input or usage, 1 for a runtime failure, None for a bug (re-raised)."""
+    """2 for bad input or usage, 1 for a runtime failure, None for a bug."""
     from ragqa.config import ConfigError
     from ragqa.corpus import CorpusError
 
@@ -71,12 +71,15 @@ def _errors(debug: bool) -> Iterator[None]:
         sys.stderr.write("ragqa: interrupted\n")
         raise typer.Exit(130) from None
     except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
-        code = _exit_code(exc)
-        if debug or code is None:
+        if debug:
             raise
+        code = _exit_code(exc)
         message = " ".join(safe(str(exc)).split()) or type(exc).__name__
+        if code is None:  # a bug: still one line, and a way to see more
+            message = (f"internal error: {type(exc).__name__}: {message[:300]} "
+                       "(run with --debug for the traceback)")
         sys.stderr.write(f"ragqa: error: {message}\n")
-        raise typer.Exit(code) from None
+        raise typer.Exit(code or 1) from None
 
 
 def _settings(collection: str | None) -> tuple[Settings, str]:
@@ -101,11 +104,12 @@ def _open_store(settings: Settings, name: str) -> Store:
 
 def _open_for_query(settings: Settings, name: str, quiet: bool = False) -> Retriever:
     """The retriever of a collection; a collection never filled gets the bundled seeds first."""
-    from ragqa.ingest import ingest_paths
+    from ragqa.ingest import finish_interrupted_rebuild, ingest_paths
     from ragqa.resources import seed_files
     from ragqa.retrieve import Retriever
 
     store = _open_store(settings, name)
+    finish_interrupted_rebuild(store)
     if not store.exists() or store.count() == 0:
         if not quiet:
             sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
@@ -352,9 +356,7 @@ class ChatShell:
             self.session = new_session(self.session.collection)
             self.out.console.print(f"[dim]New session {self.session.session_id}[/]")
         elif name == "/sources":
-            for c in (last or {}).get("citations", []):
-                self.out.console.print(f"[{c['n']}] {safe(c['title'])}  [dim]{safe(c['source'])}"
-                                       f" · id {c['paper_id']}[/]")
+            self.out.references((last or {}).get("citations", []))
         elif name == "/show":
             citations = {str(c["n"]): c for c in (last or {}).get("citations", [])}
             if arg.strip() not in citations:
@@ -468,6 +470,8 @@ def summarize(
     with _errors(debug):
         if bool(topic and topic.strip()) == all_:
             raise UsageError("give a TOPIC or --all (one of them)")
+        if out_file and not out_file.resolve().parent.is_dir():
+            raise UsageError(f"--out {out_file}: no folder {out_file.resolve().parent}")
         settings, name = _settings(collection)
         model = _llm_for(settings, llm)
         retriever = _open_for_query(settings, name, quiet=as_json)

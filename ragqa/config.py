@@ -7,6 +7,7 @@ printing a Settings object, or an error built from it, never shows a key.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -70,7 +71,6 @@ class Settings:
     chunk_overlap: int = 40
     # Retrieval
     candidates: int = 100
-    min_similarity: float = 0.0  # 0 means: the calibrated default in retrieve.py
     # LLM
     llm: str = "auto"
     openai_api_key: Secret = field(default_factory=lambda: Secret(""))
@@ -148,8 +148,8 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a number, not {raw!r}") from None
-    if value < 0:
-        raise ConfigError(f"{name} must not be negative, not {value}")
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{name} must be a finite, non-negative number, not {raw!r}")
     return value
 
 
@@ -161,7 +161,12 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
 
 
 def _bool(env: Mapping[str, str], name: str) -> bool:
-    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(f"{name} must be true or false, not {raw!r}")
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -189,7 +194,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         chunk_tokens=_int(env, "RAGQA_CHUNK_TOKENS", 200, minimum=32),
         chunk_overlap=_int(env, "RAGQA_CHUNK_OVERLAP", 40),
         candidates=_int(env, "RAGQA_CANDIDATES", 100, minimum=10),
-        min_similarity=_float(env, "RAGQA_MIN_SIMILARITY", 0.0),
         llm=_choice(env, "RAGQA_LLM", LLM_CHOICES),
         openai_api_key=Secret(openai_key),
         openai_base_url=openai_url,

@@ -325,6 +325,8 @@ def paper_from_record(record: dict, source: str, line: int = 0) -> Paper:
         raise ValueError(f"id {own_id!r} contains control characters")
     body = text
     extra = {k: _scalar(v) for k, v in record.items() if k not in KNOWN_FIELDS and v is not None}
+    if isinstance(record.get("code_urls"), list):  # kept space-separated, as extracted ones
+        extra["code_urls"] = " ".join(str(u) for u in record["code_urls"])
     urls = extract_urls(body)
     if urls and "code_urls" not in extra:
         extra["code_urls"] = " ".join(urls)
@@ -402,6 +404,7 @@ def _reader_for(path: Path):
 def expand_sources(paths: Iterable[Path]) -> list[Path]:
     """Files named directly, and supported files inside named folders (sorted)."""
     files: list[Path] = []
+    seen: set[Path] = set()
     for path in paths:
         if path.is_dir():
             found = sorted(p for p in path.rglob("*")
@@ -413,7 +416,13 @@ def expand_sources(paths: Iterable[Path]) -> list[Path]:
             files.append(path)
         else:
             raise CorpusError(path, None, "no such file or folder")
-    return files
+    # The same file named twice (or inside a named folder too) is read once.
+    unique = []
+    for file in files:
+        if file.resolve() not in seen:
+            seen.add(file.resolve())
+            unique.append(file)
+    return unique
 
 
 def read_sources(paths: Iterable[Path], skip_bad: bool = False) -> ReadReport:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ragqa.config import Settings
 
 PAPERS_PER_BATCH = 64
+REBUILD_SUFFIX = "__rebuild"
 BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieve.py)
 
 
@@ -37,7 +38,7 @@ class LockTimeout(RuntimeError):
 class Plan:
     to_embed: list[Paper] = field(default_factory=list)
     to_delete: list[str] = field(default_factory=list)  # replaced, pruned or half-written
-    moved: dict[str, str] = field(default_factory=dict)  # paper_id -> new source
+    moved: dict[str, tuple[str, int]] = field(default_factory=dict)  # id -> (source, line)
     unchanged: int = 0
     not_in_sources: int = 0  # papers of these files the files no longer hold (kept w/o --prune)
 
@@ -87,12 +88,13 @@ def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: 
         elif not state.complete or state.content_hash != paper.content_hash:
             plan.to_delete.append(paper.paper_id)
             plan.to_embed.append(paper)
-        elif state.source != paper.source:
-            plan.moved[paper.paper_id] = paper.source
+        elif (state.source, state.line) != (paper.source, paper.line):
+            plan.moved[paper.paper_id] = (paper.source, paper.line)
         else:
             plan.unchanged += 1
     files = {_source_file(p.source) for p in papers}
-    taken_slots = {p.source for p in papers}
+    # Slots taken by papers that are new to the index: an edited abstract's new version.
+    taken_slots = {p.source for p in papers if p.paper_id not in states}
     for pid, state in states.items():
         if pid in incoming:
             continue
@@ -170,9 +172,11 @@ def sync_lexical(store: Store, states: dict[str, PaperState] | None = None) -> b
     folder = local_dir(store.settings, store.name)
     if states is None:
         states = store.paper_states() if store.exists() else {}
-    # The source is part of the fingerprint: a moved paper must show its new place.
-    fp = lexical.fingerprint((pid, f"{s.content_hash}@{s.source}")
-                             for pid, s in states.items() if s.complete)
+    # Place and embedder are part of the fingerprint: a moved paper must show its new place,
+    # and a collection re-embedded by another model needs a new background sample.
+    fp = lexical.fingerprint([(pid, f"{s.content_hash}@{s.source}:{s.line}")
+                              for pid, s in states.items() if s.complete]
+                             + [("", store.encoder.embedder_id)])
     current = lexical.read_current(folder)
     if current and current.get("fingerprint") == fp and (folder / current["dir"]).is_dir():
         return False
@@ -184,7 +188,8 @@ def sync_lexical(store: Store, states: dict[str, PaperState] | None = None) -> b
 
 
 def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
-                  progress: Progress | None = None) -> IngestReport:
+                  progress: Progress | None = None, lexical_index: bool = True
+                  ) -> IngestReport:
     """Bring the collection in line with `papers`. The caller holds the collection lock."""
     started = time.perf_counter()
     progress = progress or Progress()
@@ -196,7 +201,7 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
         progress.stage(f"Removing {len(plan.to_delete)} outdated papers")
         store.delete_papers(plan.to_delete)
     if plan.moved:
-        store.update_sources(plan.moved)
+        store.update_places(plan.moved)
     if plan.to_embed:
         chunker = make_chunker(store.encoder, store.settings)
         store.collection(create=True)
@@ -215,9 +220,10 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     report.deleted = len(replaced - embedded)
     report.moved, report.unchanged = len(plan.moved), plan.unchanged
     report.not_in_sources = plan.not_in_sources
-    progress.stage("Updating the BM25 index")
     final_states = store.paper_states() if store.exists() else {}
-    report.lexical_rebuilt = sync_lexical(store, final_states)
+    if lexical_index:
+        progress.stage("Updating the BM25 index")
+        report.lexical_rebuilt = sync_lexical(store, final_states)
     report.papers_total = sum(1 for s in final_states.values() if s.complete)
     report.seconds = time.perf_counter() - started
     return report
@@ -226,21 +232,49 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
 def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
                    rebuild: bool = False, progress: Progress | None = None) -> IngestReport:
     """Ingest parsed sources (parse with `read_sources` first, so bad input fails before
-    anything is opened or written).
-
-    `rebuild` drops the collection first, e.g. to re-embed with another embedder; with no
-    sources it re-embeds the papers the collection already holds."""
+    anything is opened or written). `rebuild` re-embeds the whole collection (see `rebuild`)."""
     read = read or ReadReport([], [])
     with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout):
-        papers = read.papers
+        finish_interrupted_rebuild(store)
         if rebuild:
-            if not papers:
-                papers = list(store.iter_papers(check=False)) if store.exists() else []
-            store.drop()
-        report = ingest_papers(store, papers, prune=prune, progress=progress)
+            report = _rebuild(store, read.papers, progress)
+        else:
+            report = ingest_papers(store, read.papers, prune=prune, progress=progress)
     report.skipped_bad = len(read.skipped)
     report.skipped_messages = [str(e) for e in read.skipped]
     return report
+
+
+def _rebuild_store(store: Store) -> Store:
+    return Store(store.settings, f"{store.name}{REBUILD_SUFFIX}", store.encoder)
+
+
+def _rebuild(store: Store, papers: Sequence[Paper], progress: Progress | None) -> IngestReport:
+    """Re-embed everything the collection holds (updated by `papers`) with the current embedder,
+    into a side collection that replaces the old one only once complete: a failure or a kill
+    part-way leaves the old collection as it was."""
+    held = {p.paper_id: p for p in store.iter_papers(check=False)} if store.exists() else {}
+    held.update({p.paper_id: p for p in papers})
+    if not held:
+        return IngestReport(collection=store.name)
+    side = _rebuild_store(store)
+    side.drop()  # what an earlier, interrupted rebuild left
+    report = ingest_papers(side, list(held.values()), progress=progress, lexical_index=False)
+    store.drop()
+    side.rename(store.name)
+    store.reset()
+    report.collection = store.name
+    report.lexical_rebuilt = sync_lexical(store)
+    return report
+
+
+def finish_interrupted_rebuild(store: Store) -> None:
+    """A rebuild killed between dropping the old collection and renaming the new one left the
+    complete new one under its side name: finish the swap."""
+    side = _rebuild_store(store)
+    if not store.exists() and side.exists():
+        side.rename(store.name)
+        store.reset()
 
 
 def ingest_paths(store: Store, paths: Sequence[Path], **options) -> IngestReport:

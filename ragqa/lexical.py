@@ -17,17 +17,13 @@ import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragqa.corpus import Paper
-
-if TYPE_CHECKING:
-    from ragqa.retrieve import Filters
 
 CURRENT = "CURRENT"
 # Query words that say "find papers" rather than what to find. Removed from the lexical query
@@ -130,18 +126,20 @@ class LexicalIndex:
                                 "LIMIT 5", (_like_prefix(prefix),))
         return [r[0] for r in rows]
 
-    def indices_matching(self, filters: Filters) -> np.ndarray:
+    def indices_matching(self, venue: str | None, year: int | None,
+                         paper_ids: Set[str] | None) -> np.ndarray:
+        """Rows of the papers of this venue and year, among these ids (None: any)."""
         clauses, args = [], []
-        if filters.venue:
+        if venue:
             clauses.append("venue_key = ?")
-            args.append(filters.venue.lower())
-        if filters.year is not None:
+            args.append(venue.lower())
+        if year is not None:
             clauses.append("year = ?")
-            args.append(filters.year)
+            args.append(year)
         where = " AND ".join(clauses) or "1"
         rows = self._db.execute(f"SELECT idx, paper_id FROM papers WHERE {where}", args)
-        ids = filters.paper_ids
-        return np.array([i for i, pid in rows if ids is None or pid in ids], dtype=np.int64)
+        return np.array([i for i, pid in rows if paper_ids is None or pid in paper_ids],
+                        dtype=np.int64)
 
     # ------------------------------------------------------------ search
 
@@ -230,6 +228,7 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
     import bm25s
 
     folder.mkdir(parents=True, exist_ok=True)
+    previous = (read_current(folder) or {}).get("dir")
     name = f"snap-{fp[:12]}-{time.time_ns()}"
     work = folder / f".tmp-{name}"
     work.mkdir()
@@ -252,10 +251,19 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
     os.replace(work, folder / name)
     _write_atomically(folder / CURRENT, json.dumps(
         {"dir": name, "fingerprint": fp, "papers": len(papers)}))
-    for old in folder.iterdir():
-        if old.is_dir() and old.name != name and old.name.startswith(("snap-", ".tmp-snap-")):
-            shutil.rmtree(old, ignore_errors=True)
+    _remove_old_snapshots(folder, keep=name, previous=previous)
     return folder / name
+
+
+def _remove_old_snapshots(folder: Path, keep: str, previous: str | None) -> None:
+    """Older snapshots go, except the one just replaced (a search may still be opening it);
+    an unfinished one only once it is an hour old (a killed writer, not a running one)."""
+    for old in folder.iterdir():
+        if not old.is_dir() or old.name in (keep, previous):
+            continue
+        stale_tmp = old.name.startswith(".tmp-snap-") and time.time() - old.stat().st_mtime > 3600
+        if old.name.startswith("snap-") or stale_tmp:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:

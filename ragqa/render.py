@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -87,7 +88,7 @@ class Renderer:
         for rank, hit in enumerate(result.hits, start=1):
             paper = hit.paper
             self.console.print(f"[bold cyan]{rank}.[/] [bold]{_markup(paper.title)}[/]  "
-                               f"[dim]{_markup(paper.source)} · id {paper.paper_id} · "
+                               f"[dim]{_markup(paper.source)} · id {_markup(paper.paper_id)} · "
                                f"score {hit.score:.4f}[/]")
             self.console.print(f"   {_markup(hit.best_sentence)}\n")
 
@@ -135,9 +136,12 @@ class Renderer:
                                "were not retrieved were removed.[/]")
         if answer.citations:
             self.console.print("\n[bold]References[/]")
-            for c in answer.citations:
-                self.console.print(f"  [{c.n}] {_markup(c.title)}  [dim]{_markup(c.source)} · "
-                                   f"id {c.paper_id}[/]")
+            self.references([asdict(c) for c in answer.citations])
+
+    def references(self, citations: list[dict]) -> None:
+        for c in citations:
+            self.console.print(f"  \\[{c['n']}] {_markup(c['title'])}  [dim]"
+                               f"{_markup(c['source'])} · id {_markup(c['paper_id'])}[/]")
 
     @contextmanager
     def status(self, enabled: bool) -> Iterator[Callable[[str], None]]:
@@ -189,13 +193,13 @@ class Renderer:
         for column in ("id", "title", "source", "venue", "year"):
             table.add_column(column)
         for p in papers:
-            table.add_row(p.paper_id, _markup(p.title), _markup(p.source), _markup(p.venue),
+            table.add_row(*(_markup(x) for x in (p.paper_id, p.title, p.source, p.venue)),
                           str(p.year or ""))
         self.console.print(table)
 
     def paper(self, paper: Paper) -> None:
         self.console.print(f"[bold]{_markup(paper.title)}[/]")
-        details = [f"id {paper.paper_id}", _markup(paper.source)]
+        details = [f"id {_markup(paper.paper_id)}", _markup(paper.source)]
         details += [_markup(x) for x in (paper.venue, str(paper.year or ""), paper.authors) if x]
         self.console.print("[dim]" + " · ".join(details) + "[/]")
         if paper.url:

@@ -145,15 +145,19 @@ class Retriever:
     many queries (the batch mode and the benchmarks do)."""
 
     def __init__(self, store: Store) -> None:
-        from ragqa.ingest import sync_lexical
+        from ragqa.ingest import collection_lock, sync_lexical
 
         self.store = store
         folder = local_dir(store.settings, store.name)
         index = lexical.open_current(folder)
         if index is None and store.exists():
-            # A collection filled elsewhere (a shared Chroma server) or a snapshot lost: derive it.
-            sync_lexical(store)
-            index = lexical.open_current(folder)
+            # A collection filled elsewhere (a shared Chroma server) or a snapshot lost: derive
+            # it, under the ingest lock so that it never races an ingest's own snapshot.
+            with collection_lock(folder, store.settings.lock_timeout):
+                index = lexical.open_current(folder)
+                if index is None:
+                    sync_lexical(store)
+                    index = lexical.open_current(folder)
         self.lexical: LexicalIndex | None = index
 
     @property
@@ -172,7 +176,8 @@ class Retriever:
         n = max(self.store.settings.candidates, k or 0)
         vector = self.store.encoder.embed([topic_of(query)])[0]
         dense = self._dense(vector, n, filters)
-        allowed = self.lexical.indices_matching(filters) if filters else None
+        allowed = (self.lexical.indices_matching(filters.venue, filters.year, filters.paper_ids)
+                   if filters else None)
         query_terms = lexical.terms(query, query=True)
         hits = self._fuse(dense, self.lexical.search(query, n, allowed))
         considered = len(hits)

@@ -62,6 +62,7 @@ class PaperState:
     content_hash: str = ""
     n_chunks: int = 0
     source: str = ""
+    line: int = 0
     chunk_hashes: set[str] = field(default_factory=set)
     chunks_seen: int = 0
 
@@ -229,6 +230,10 @@ class Store:
         self._call("recording the dimension", coll.modify, metadata={**metadata,
                                                                     "ragqa_dim": dimension})
 
+    def reset(self) -> None:
+        """Forget the cached collection handle (after a rename or drop by another Store)."""
+        self._collection = None
+
     def drop(self) -> None:
         if self.exists():
             self._call("deleting the collection", self._client.delete_collection, self.chroma_name)
@@ -265,6 +270,7 @@ class Store:
                     state.content_hash = str(meta["content_hash"])
                     state.n_chunks = int(meta["n_chunks"])
                     state.source = str(meta["source"])
+                    state.line = int(meta.get("line", 0))
         return states
 
     def iter_papers(self, check: bool = True) -> Iterator[Paper]:
@@ -324,14 +330,23 @@ class Store:
             batch = list(paper_ids[start : start + 500])
             self._call("deleting papers", coll.delete, where={"paper_id": {"$in": batch}})
 
-    def update_sources(self, moves: dict[str, str]) -> None:
-        """Papers whose text is unchanged but whose position in the source moved."""
+    def update_places(self, moves: dict[str, tuple[str, int]]) -> None:
+        """Papers whose text is unchanged but whose place in the source (source, line) moved:
+        their chunks' metadata is rewritten, their vectors kept."""
         coll = self.collection()
-        for pid, source in moves.items():
-            got = self._call("reading chunks", coll.get, where={"paper_id": pid},
-                             include=["metadatas"])
-            metas = [{**m, "source": source} for m in got["metadatas"]]
-            self._call("updating sources", coll.update, ids=got["ids"], metadatas=metas)
+        ids = sorted(moves)
+        for start in range(0, len(ids), 500):
+            got = self._call("reading chunks", coll.get, include=["metadatas"],
+                             where={"paper_id": {"$in": ids[start : start + 500]}})
+            metas = [{**m, "source": moves[m["paper_id"]][0], "line": moves[m["paper_id"]][1]}
+                     for m in got["metadatas"]]
+            self._call("updating places", coll.update, ids=got["ids"], metadatas=metas)
+
+    def rename(self, new_name: str) -> None:
+        """Give this collection another ragqa name (the last step of a rebuild)."""
+        coll = self.collection(check=False)
+        self._call("renaming the collection", coll.modify, name=f"ragqa_{new_name}")
+        self._collection = None
 
 
 def chunk_metadata(paper: Paper, index: int, n_chunks: int) -> dict:

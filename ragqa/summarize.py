@@ -11,15 +11,23 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragqa.answer import check_citations, fill, load_prompt, sources_block
+from ragqa.answer import (
+    CITATION,
+    check_citations,
+    expand_citation,
+    fill,
+    load_prompt,
+    sources_block,
+)
 from ragqa.corpus import Paper
 from ragqa.retrieve import CUT_FOR_SUMMARIES, Hit, best_sentence
 
@@ -72,7 +80,6 @@ class Summary:
     llm_calls: int = 0
     tokens: int = 0
     dropped_citations: int = 0
-    unsupported: list[dict] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- clustering
@@ -160,7 +167,7 @@ def _extractive_paragraph(theme: Theme, numbers: dict[str, int], terms: set[str]
     lines = []
     for paper in theme.papers[:PER_THEME]:
         sentence = best_sentence(paper.text, terms)
-        lines.append(f"**{paper.title}**: {sentence} [{numbers[paper.paper_id]}]")
+        lines.append(f"**{paper.title}**: {sentence} {_cite([numbers[paper.paper_id]])}")
     return " ".join(lines)
 
 
@@ -169,11 +176,13 @@ class _LLMCounter:
 
     def __init__(self, llm: ChatLLM, count_tokens: Callable[[str], int]) -> None:
         self.llm, self.count_tokens, self.calls, self.tokens = llm, count_tokens, 0, 0
+        self._lock = threading.Lock()
 
     def complete(self, prompt: str) -> str:
         reply = self.llm.complete(prompt)
-        self.calls += 1
-        self.tokens += self.count_tokens(prompt) + self.count_tokens(reply)
+        with self._lock:
+            self.calls += 1
+            self.tokens += self.count_tokens(prompt) + self.count_tokens(reply)
         return reply
 
 
@@ -207,14 +216,24 @@ def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = Non
     counter = _LLMCounter(llm, retriever.store.encoder.count_tokens)
     progress(f"Writing {len(themes)} themes")
     with ThreadPoolExecutor(max_workers=LLM_CONCURRENCY) as pool:
-        list(pool.map(lambda t: _write_theme(t, numbers, counter, retriever, summary),
-                      themes))
+        summary.dropped_citations = sum(pool.map(
+            lambda t: _write_theme(t, numbers, counter, retriever), themes))
     summary.overview = counter.complete(fill(
         load_prompt("overview", retriever.store.settings), topic=topic or "the whole collection",
         themes="\n\n".join(f"## {t.name}\n{t.text}" for t in themes))).strip()
-    summary.overview = re.sub(r"\[[\d,\s\-–;]+\]", "", summary.overview).strip()
+    summary.overview = " ".join(CITATION.sub("", summary.overview).split())
     summary.llm_calls, summary.tokens = counter.calls, counter.tokens
     return _renumber(summary)
+
+
+# Citations are carried as private-use markers until the end, so that brackets quoted from an
+# abstract ("the range [0, 100]") are never mistaken for them.
+_OPEN, _CLOSE = "\ue000", "\ue001"
+_MARKER = re.compile(_OPEN + r"([\d,]+)" + _CLOSE)
+
+
+def _cite(numbers: Sequence[int]) -> str:
+    return _OPEN + ",".join(map(str, numbers)) + _CLOSE
 
 
 def _renumber(summary: Summary) -> Summary:
@@ -223,11 +242,11 @@ def _renumber(summary: Summary) -> Summary:
 
     def renumber(match: re.Match) -> str:
         numbers = sorted({order.setdefault(int(x), len(order) + 1)
-                          for x in re.split(r"\s*,\s*", match.group(1))})
+                          for x in match.group(1).split(",")})
         return "[" + ", ".join(map(str, numbers)) + "]"
 
     for theme in summary.themes:
-        theme.text = re.sub(r"\[(\d+(?:\s*,\s*\d+)*)\]", renumber, theme.text)
+        theme.text = _MARKER.sub(renumber, theme.text)
     pool = summary.references
     summary.references = [pool[old - 1] for old, _ in sorted(order.items(), key=lambda kv: kv[1])]
     return summary
@@ -265,7 +284,8 @@ def _themes(papers: list[Paper], vectors: np.ndarray, labels: np.ndarray) -> lis
 
 
 def _write_theme(theme: Theme, numbers: dict[str, int], counter: _LLMCounter,
-                 retriever: Retriever, summary: Summary) -> None:
+                 retriever: Retriever) -> int:
+    """Name and write one theme; returns how many citations were dropped."""
     settings = retriever.store.settings
     chosen = theme.papers[:PER_THEME]
     hits = [Hit(i, 0.0, 0.0, 0.0, paper=p) for i, p in enumerate(chosen)]
@@ -274,12 +294,11 @@ def _write_theme(theme: Theme, numbers: dict[str, int], counter: _LLMCounter,
     draft = counter.complete(fill(load_prompt("summarize", settings), theme=theme.name,
                                   sources=sources_block(hits), language="English"))
     checked = check_citations(draft, hits)
-    summary.dropped_citations += checked.dropped
     # check_citations numbered by first use within the paragraph; map to the global numbers.
     local = {c.n: numbers[c.paper_id] for c in checked.citations}
-    theme.text = re.sub(r"\[([\d,\s]+)\]", lambda m: "[" + ", ".join(
-        str(n) for n in sorted(local[int(x)] for x in m.group(1).split(","))) + "]",
-        checked.text)
+    theme.text = CITATION.sub(lambda m: _cite(sorted(local[n] for n in expand_citation(
+        m.group(1)))), checked.text)
+    return checked.dropped
 
 
 def _overview(summary: Summary) -> str:
