@@ -94,3 +94,11 @@ def test_follow_ups_are_condensed_by_the_llm(seeded, llm_server):
         "Which of the molecule and materials papers use Cartesian tensors?")
     assert "Question: Which of the molecule and materials papers" in llm_server.prompts[-1]
     assert second["citations"] and second["dropped_citations"] == 0
+
+
+def test_follow_up_about_none_of_the_earlier_papers_searches_everything(seeded):
+    first, second = _turns(seeded("chat", "--json", input="Which papers do full-duplex speech?\n"
+                                  "Which of them uses diffusion?\n"))
+    assert {"Moshi-RAG", "τ-Voice"} <= _titles(first)
+    assert not _titles(second) & {"Moshi-RAG", "τ-Voice"}
+    assert _titles(second) & {"DVPD", "STARCaster"}

@@ -59,3 +59,30 @@ def test_version():
     done = subprocess.run([sys.executable, "-m", "ragqa", "--version"], capture_output=True,
                           text=True, check=True)
     assert done.stdout.startswith("ragqa ")
+
+
+def test_ids_with_markup_characters_render(ragqa, tmp_path):
+    source = tmp_path / "m.jsonl"
+    source.write_text(json.dumps({"id": "x2[/]", "title": "[bold]Odd[/bold] title",
+                                  "abstract": "An abstract about [red]markup[/red] in ids."})
+                      + "\n", encoding="utf-8")
+    assert ragqa("ingest", str(source), "-c", "odd", "--quiet").exit_code == 0
+    listing = ragqa("papers", "-c", "odd")
+    assert listing.exit_code == 0 and "x2[/]" in listing.stdout
+    shown = ragqa("show", "x2[/]", "-c", "odd")
+    assert shown.exit_code == 0 and "[bold]Odd[/bold] title" in shown.stdout
+
+
+def test_damaged_session_file_is_a_one_line_error(ragqa, home):
+    (home / "chats").mkdir(parents=True)
+    (home / "chats" / "broken.json").write_text('{"session_id": "x"', encoding="utf-8")
+    listed = ragqa("chat", "--list", "--json")
+    assert listed.exit_code == 0 and json.loads(listed.stdout) == []
+    resumed = ragqa("chat", "--resume", "broken", input="hello\n")
+    assert resumed.exit_code == 2 and "is damaged" in resumed.stderr
+    assert "Traceback" not in resumed.output
+
+
+def test_non_finite_numbers_are_rejected(ragqa):
+    result = ragqa("search", "x", RAGQA_LOCK_TIMEOUT="nan")
+    assert result.exit_code == 2 and "RAGQA_LOCK_TIMEOUT" in result.stderr

@@ -186,3 +186,35 @@ def test_kill_9_during_ingest_then_rerun_gives_exactly_the_sources(tmp_path, hom
     rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     assert _consistent_paper_ids(home) == expected
+
+
+def test_abstract_removed_from_the_middle_is_kept_until_prune(ragqa, home, seeds_copy):
+    _ingest(ragqa, str(seeds_copy))
+    path = seeds_copy / "000_5a03819fc22e34a3.txt"
+    header, *blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    removed = read_sources([path]).papers[4]
+    path.write_text("\n\n".join([header, *blocks[:4], *blocks[5:]]) + "\n", encoding="utf-8")
+    report = _ingest(ragqa, str(seeds_copy))
+    assert report["deleted"] == 0 and report["not_in_sources"] == 1
+    assert removed.paper_id in _consistent_paper_ids(home)
+    moved = json.loads(ragqa("show", read_sources([path]).papers[4].paper_id, "--json").stdout)
+    assert moved["source"].endswith("#5") and moved["line"] == read_sources([path]).papers[4].line
+
+
+def test_rebuild_with_a_path_keeps_the_other_papers(seeded, home, tmp_path):
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({"id": "e1", "title": "Speech codecs", "abstract":
+                                 "We study neural speech codecs for full-duplex dialogue."})
+                     + "\n", encoding="utf-8")
+    report = _ingest(seeded, "--rebuild", str(extra))
+    assert report["papers_total"] == 30
+    assert len(_consistent_paper_ids(home)) == 30
+
+
+def test_failed_rebuild_leaves_the_collection_intact(seeded, home):
+    failed = seeded("ingest", "--rebuild", "--quiet", RAGQA_EMBED_PROVIDER="openai",
+                    RAGQA_EMBED_BASE_URL="http://127.0.0.1:9/v1", RAGQA_LLM_RETRIES="0")
+    assert failed.exit_code == 1 and "embedding server failed" in failed.stderr
+    assert len(_consistent_paper_ids(home)) == 29
+    found = json.loads(seeded("search", "full-duplex speech", "--json").stdout)["results"]
+    assert {r["title"] for r in found[:2]} == {"Moshi-RAG", "τ-Voice"}
