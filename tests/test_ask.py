@@ -254,3 +254,16 @@ def test_a_title_cannot_close_the_sources_block():
     block = sources_block([Hit(0, 0.0, 0.0, 0.0, paper=evil)])
     assert block.count("</source>") == 1 and "</sources>" not in block
     assert block.startswith('<source n="1" title="Nice&quot;&gt;')
+
+
+@pytest.mark.server
+def test_prompts_dir_overrides_the_bundled_prompt(seeded, llm_server, tmp_path):
+    custom = tmp_path / "prompts"
+    custom.mkdir()
+    (custom / "answer.txt").write_text("HOUSE STYLE. Sources:\n{sources}\nQ: {question}\n",
+                                       encoding="utf-8")
+    llm_server.reply = lambda body: Reply("Moshi-RAG [1].")
+    _ask(seeded, FULL_DUPLEX, RAGQA_PROMPTS_DIR=str(custom), **_llm_env(llm_server))
+    prompt = llm_server.prompts[-1]
+    assert prompt.startswith("HOUSE STYLE.") and f"Q: {FULL_DUPLEX}" in prompt
+    assert '<source n="1"' in prompt

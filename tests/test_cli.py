@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from ragqa.config import load_settings
 
 HEAVY = ("chromadb", "llama_index", "onnxruntime", "bm25s", "openai")
@@ -86,3 +88,20 @@ def test_damaged_session_file_is_a_one_line_error(ragqa, home):
 def test_non_finite_numbers_are_rejected(ragqa):
     result = ragqa("search", "x", RAGQA_LOCK_TIMEOUT="nan")
     assert result.exit_code == 2 and "RAGQA_LOCK_TIMEOUT" in result.stderr
+
+
+@pytest.mark.server
+def test_openai_compatible_embedding_provider(ragqa, llm_server):
+    env = {"RAGQA_EMBED_PROVIDER": "openai", "RAGQA_EMBED_BASE_URL": llm_server.url,
+           "RAGQA_EMBED_MODEL": "loopback-embed", "RAGQA_EMBED_API_KEY": "sk-embed-canary-42"}
+    ingested = ragqa("ingest", "--seeds", "--quiet", "--json", "-c", "remote", **env)
+    assert ingested.exit_code == 0, ingested.output
+    assert json.loads(ingested.stdout)["papers_total"] == 29
+    calls = [r for r in llm_server.requests if r["path"].endswith("/embeddings")]
+    assert calls and all(r["body"]["model"] == "loopback-embed" for r in calls)
+    assert max(len(r["body"]["input"]) for r in calls) <= 32  # batched
+    assert calls[0]["headers"]["Authorization"] == "Bearer sk-embed-canary-42"
+    assert ragqa("search", "speech", "-c", "remote", "--json", **env).exit_code == 0
+    other = ragqa("search", "speech", "-c", "remote")  # the local embedder: another model
+    assert other.exit_code == 2 and "ragqa ingest --rebuild" in other.stderr
+    assert "sk-embed-canary-42" not in other.output
