@@ -153,7 +153,8 @@ def collection_lock(folder: Path, timeout: float) -> Iterator[None]:
 
 # ---------------------------------------------------------------- running
 
-def _embed_and_upsert(store: Store, encoder: Encoder, chunker, papers: list[Paper]) -> int:
+def _embed_and_upsert(store: Store, chunker: Callable[[str], list[str]], papers: list[Paper]
+                      ) -> int:
     ids, inputs, documents, metadatas = [], [], [], []
     for paper in papers:
         chunks = chunker(paper.text)
@@ -162,7 +163,7 @@ def _embed_and_upsert(store: Store, encoder: Encoder, chunker, papers: list[Pape
             inputs.append(embedding_input(paper, chunk))
             documents.append(chunk)
             metadatas.append(chunk_metadata(paper, i, len(chunks)))
-    vectors = encoder.embed(inputs)
+    vectors = store.encoder.embed(inputs)
     store.upsert(ids, vectors, documents, metadatas)
     return len(ids)
 
@@ -208,7 +209,7 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
         progress.start(len(plan.to_embed))
         for start in range(0, len(plan.to_embed), PAPERS_PER_BATCH):
             batch = plan.to_embed[start : start + PAPERS_PER_BATCH]
-            report.chunks += _embed_and_upsert(store, store.encoder, chunker, batch)
+            report.chunks += _embed_and_upsert(store, chunker, batch)
             if store.encoder.dimension:
                 store.record_dimension(store.encoder.dimension)
             progress.advance(len(batch))
@@ -220,7 +221,8 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     report.deleted = len(replaced - embedded)
     report.moved, report.unchanged = len(plan.moved), plan.unchanged
     report.not_in_sources = plan.not_in_sources
-    final_states = store.paper_states() if store.exists() else {}
+    changed = plan.to_delete or plan.moved or plan.to_embed
+    final_states = (store.paper_states() if store.exists() else {}) if changed else states
     if lexical_index:
         progress.stage("Updating the BM25 index")
         report.lexical_rebuilt = sync_lexical(store, final_states)
