@@ -174,6 +174,7 @@ def search_json(result: SearchResult, collection: str) -> dict:
     return {
         "query": result.query, "collection": collection, "total_papers": result.total_papers,
         "filters": result.filters, "relevance_cut": result.cut_applied,
+        "candidates": result.considered,
         "results": [_hit_json(i, h) for i, h in enumerate(result.hits, start=1)],
     }
 

@@ -81,8 +81,6 @@ class Hit:
     bm25: float
     best_chunk: str = ""
     best_sentence: str = ""
-    rank_dense: int | None = None
-    rank_lexical: int | None = None
     z: float = 0.0
     coverage: float = 0.0
     paper: Paper = None  # type: ignore[assignment]  # read for the hits that are kept
@@ -214,11 +212,11 @@ class Retriever:
             if index is None:  # in Chroma, not yet in the snapshot: an ingest is running
                 continue
             fused[index] = Hit(index, 1.0 / (RRF_K + rank), chunk["similarity"], 0.0,
-                               best_chunk=chunk["document"], rank_dense=rank)
+                               best_chunk=chunk["document"])
         for rank, (index, score) in enumerate(bm25, start=1):
             hit = fused.setdefault(index, Hit(index, 0.0, -1.0, 0.0))
             hit.score += 1.0 / (RRF_K + rank)
-            hit.bm25, hit.rank_lexical = score, rank
+            hit.bm25 = score
         # Equal fused scores (ranks swapped between the two lists) go to the better match.
         return sorted(fused.values(), key=lambda h: (-h.score, -h.similarity - h.bm25))
 
