@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragqa import lexical
 from ragqa.answer import (
     CITATION,
     check_citations,
@@ -205,25 +206,34 @@ def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = Non
     numbers = {p.paper_id: n for n, p in enumerate(pool, start=1)}
     summary = Summary(topic or "", "llm" if llm else "extractive", themes, "", pool,
                       len(papers))
-    terms = set(retriever_terms(topic or ""))
     if llm is None:
+        terms = set(lexical.terms(topic, query=True)) if topic else set()
         for theme, words in zip(themes, distinctive_terms([t.papers for t in themes]),
                                 strict=True):
             theme.name = ", ".join(words) if words else "Other"
             theme.text = _extractive_paragraph(theme, numbers, terms | set(words))
         summary.overview = _overview(summary)
         return _renumber(summary)
-    counter = _LLMCounter(llm, retriever.store.encoder.count_tokens)
     progress(f"Writing {len(themes)} themes")
-    with ThreadPoolExecutor(max_workers=LLM_CONCURRENCY) as pool:
-        summary.dropped_citations = sum(pool.map(
-            lambda t: _write_theme(t, numbers, counter, retriever), themes))
-    summary.overview = counter.complete(fill(
-        load_prompt("overview", retriever.store.settings), topic=topic or "the whole collection",
-        themes="\n\n".join(f"## {t.name}\n{t.text}" for t in themes))).strip()
-    summary.overview = " ".join(CITATION.sub("", summary.overview).split())
+    return _write_with_llm(summary, numbers, llm, retriever)
+
+
+def _write_with_llm(summary: Summary, numbers: dict[str, int], llm: ChatLLM,
+                    retriever: Retriever) -> Summary:
+    """Theme names and paragraphs (bounded concurrency), then an overview of the paragraphs:
+    summaries of clusters, then a summary of the summaries."""
+    counter = _LLMCounter(llm, retriever.store.encoder.count_tokens)
+    with ThreadPoolExecutor(max_workers=LLM_CONCURRENCY) as executor:
+        summary.dropped_citations = sum(executor.map(
+            lambda t: _write_theme(t, numbers, counter, retriever), summary.themes))
+    _renumber(summary)
+    overview = counter.complete(fill(
+        load_prompt("overview", retriever.store.settings),
+        topic=summary.topic or "the whole collection",
+        themes="\n\n".join(f"## {t.name}\n{t.text}" for t in summary.themes)))
+    summary.overview = " ".join(CITATION.sub("", overview).split())
     summary.llm_calls, summary.tokens = counter.calls, counter.tokens
-    return _renumber(summary)
+    return summary
 
 
 # Citations are carried as private-use markers until the end, so that brackets quoted from an
@@ -250,12 +260,6 @@ def _renumber(summary: Summary) -> Summary:
     pool = summary.references
     summary.references = [pool[old - 1] for old, _ in sorted(order.items(), key=lambda kv: kv[1])]
     return summary
-
-
-def retriever_terms(text: str) -> list[str]:
-    from ragqa import lexical
-
-    return lexical.terms(text, query=True) if text else []
 
 
 def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | None
