@@ -133,8 +133,11 @@ def choose_themes(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
         return np.zeros(n, dtype=np.int64)
     rng = np.random.default_rng(seed)
     sample = rng.choice(n, size=min(n, SAMPLE_FOR_K), replace=False)
-    best_k, best_score = MIN_THEMES, -2.0
-    for k in range(MIN_THEMES, min(MAX_THEMES, n // 2) + 1):
+    # Silhouette on sentence embeddings favours the fewest clusters; a larger collection gets a
+    # higher floor (21,000 abstracts are not two themes): 2 below ~64 papers, 8 from ~4,096.
+    low = min(max(MIN_THEMES, int(math.log2(n)) - 4), MAX_THEMES - 2)
+    best_k, best_score = low, -2.0
+    for k in range(low, min(MAX_THEMES, n // 2) + 1):
         score = silhouette(vectors[sample], kmeans(vectors[sample], k, seed))
         if score > best_score + 1e-6:
             best_k, best_score = k, score
