@@ -46,8 +46,8 @@ SEED_LABELS = {
 # near_best: also keep a paper whose z is within this of the best paper's, when the best one
 # clears z_strong (0 turns the rule off).
 # max_gap: never keep a paper further than this below the best one.
-GRID = {"z_strong": [2.5, 3.0, 3.5, 4.0, 4.5], "z_weak": [1.0, 1.5, 2.0],
-        "coverage": [0.5, 0.6, 0.7, 0.8], "near_best": [0.0, 0.7, 1.0],
+GRID = {"z_strong": [2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5], "z_weak": [0.75, 1.0, 1.5, 2.0],
+        "coverage": [0.4, 0.5, 0.6, 0.7, 0.8], "near_best": [0.0, 0.7, 1.0],
         "max_gap": [math.inf, 3.0, 2.0, 1.5, 1.0]}
 
 
@@ -70,19 +70,19 @@ def _signals(retriever, question: str, depth: int = 20) -> list[tuple[str, str, 
 
 
 def _kept(signals, z_strong: float, z_weak: float, coverage: float, near_best: float,
-          max_gap: float) -> set[str]:
+          max_gap: float, gate=None) -> set[str]:  # noqa: ANN001
     from ragqa.retrieve import CutRule, keep_decisions
 
-    rule = CutRule(z_strong, z_weak, coverage, near_best, max_gap)
+    rule = CutRule(z_strong, z_weak, coverage, near_best, max_gap, gate)
     return {pid for (pid, *_), keep in zip(signals, keep_decisions(
         [z for *_, z, _ in signals], [c for *_, c in signals], rule), strict=True) if keep}
 
 
-def _confusion(sets, setting) -> tuple[int, int, int]:
+def _confusion(sets, setting, gate=None) -> tuple[int, int, int]:  # noqa: ANN001
     """(true positives, false positives, false negatives) of a setting over labelled sets."""
     tp = fp = fn = 0
     for signals, relevant in sets:
-        kept = _kept(signals, *setting)
+        kept = _kept(signals, *setting, gate=gate)
         tp, fp, fn = tp + len(kept & relevant), fp + len(kept - relevant), fn + len(relevant - kept)
     return tp, fp, fn
 
@@ -132,33 +132,45 @@ def main() -> int:
         cache.write_text(json.dumps([[(s, sorted(r)) for s, r in on_scifact], on_seeds,
                                      [(s, sorted(r)) for s, r in labelled]]))
 
-    rows = []
-    for setting in itertools.product(*GRID.values()):
-        counts = _confusion(on_scifact, setting)
-        false_alarms = sum(bool(_kept(s, *setting)) for s in on_seeds)
-        seed_counts = _confusion(labelled, setting)
-        p, r, f1 = _prf(*counts)
-        sp, sr, sf1 = _prf(*seed_counts)
-        rows.append({**dict(zip(GRID, setting, strict=True)),
-                     "scifact_precision": round(p, 3), "scifact_recall": round(r, 3),
-                     "scifact_f1": round(f1, 3),
-                     "seeds_false_alarm_rate": round(false_alarms / len(on_seeds), 3),
-                     "seeds_labelled_f1": round(sf1, 3), "seeds_labelled_precision": round(sp, 3),
-                     "seeds_labelled_recall": round(sr, 3)})
-    # Two kinds of question, two settings (ragqa.retrieve.CUT_FOR_LISTS / CUT_FOR_CLAIMS):
-    # "which papers ..." lists are judged on the labelled seed questions (recall matters: a
-    # complete list), claims and fact questions on SciFact with off-topic claims kept silent.
+    from ragqa.retrieve import CUT_FOR_CLAIMS, CUT_FOR_LISTS, CUT_FOR_SUMMARIES
+
+    def score(setting: tuple, gate=None) -> dict:  # noqa: ANN001
+        p, r, f1 = _prf(*_confusion(on_scifact, setting, gate))
+        sp, sr, sf1 = _prf(*_confusion(labelled, setting, gate))
+        false_alarms = sum(bool(_kept(s, *setting, gate=gate)) for s in on_seeds)
+        return {**dict(zip(GRID, setting, strict=True)),
+                "scifact_precision": round(p, 3), "scifact_recall": round(r, 3),
+                "scifact_f1": round(f1, 3),
+                "seeds_false_alarm_rate": round(false_alarms / len(on_seeds), 3),
+                "seeds_labelled_f1": round(sf1, 3), "seeds_labelled_precision": round(sp, 3),
+                "seeds_labelled_recall": round(sr, 3)}
+
+    # Three uses, three settings (ragqa.retrieve.CUT_FOR_LISTS / _CLAIMS / _SUMMARIES), each
+    # judged half on its own data and half on staying silent for off-topic questions (SciFact
+    # claims asked of the seeds: any paper kept is a false alarm):
+    # - "which papers ..." lists on the labelled seed questions (F1);
+    # - claims and fact questions on SciFact train (F1);
+    # - summaries on the labelled questions, recall-weighted (F2: breadth), no gap limit, behind
+    #   the list rule in use as a gate (a topic the list rule finds nothing on stays silent).
+    settings = list(itertools.product(*GRID.values()))
+    rows = [score(setting) for setting in settings]
     for row in rows:
-        row["objective_lists"] = row["seeds_labelled_f1"]
-        row["objective_claims"] = round((row["scifact_f1"] + 1 - row["seeds_false_alarm_rate"])
-                                        / 2, 4)
-    from ragqa.retrieve import CUT_FOR_CLAIMS, CUT_FOR_LISTS
+        silent = 1 - row["seeds_false_alarm_rate"]
+        row["objective_lists"] = round((row["seeds_labelled_f1"] + silent) / 2, 4)
+        row["objective_claims"] = round((row["scifact_f1"] + silent) / 2, 4)
+    gated = [score(setting, CUT_FOR_LISTS) for setting in settings if setting[-1] == math.inf]
+    for row in gated:
+        p, r = row["seeds_labelled_precision"], row["seeds_labelled_recall"]
+        f2 = 5 * p * r / (4 * p + r) if p + r else 0.0
+        row["objective_summaries"] = round((f2 + 1 - row["seeds_false_alarm_rate"]) / 2, 4)
 
     best = {}
-    for kind, current in (("lists", CUT_FOR_LISTS), ("claims", CUT_FOR_CLAIMS)):
-        ranked = sorted(rows, key=lambda r, k=kind: (-r[f"objective_{k}"],
-                                                     -r["seeds_labelled_recall"]))
-        in_use = next((r for r in rows if tuple(r[key] for key in GRID) == astuple(current)), None)
+    for kind, current, table in (("lists", CUT_FOR_LISTS, rows), ("claims", CUT_FOR_CLAIMS, rows),
+                                 ("summaries", CUT_FOR_SUMMARIES, gated)):
+        ranked = sorted(table, key=lambda r, k=kind: (-r[f"objective_{k}"],
+                                                      -r["seeds_labelled_recall"]))
+        in_use = next((r for r in table
+                       if tuple(r[key] for key in GRID) == astuple(current)[:len(GRID)]), None)
         best[kind] = {"top": ranked[:8], "in_use": in_use}
     if args.json:
         print(json.dumps({"queries": len(queries), **best}, indent=2, default=str))

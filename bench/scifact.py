@@ -19,9 +19,11 @@ Run it:
     /tmp/venv/bin/python bench/scifact.py --home /tmp/sf-home  # keep the index for next time
     /tmp/venv/bin/python bench/scifact.py --home /tmp/sf-home --split train --json
 
-The metric functions are small, pure and follow BEIR (pytrec_eval): binary gains, DCG with
-log2(rank + 1), the ideal DCG from the qrels, scores averaged over the queries of the split
-that have qrels (a query with no results scores 0).
+The metrics are ragqa's own (`ragqa.evaluate`, the code behind `ragqa eval`): they follow BEIR
+(pytrec_eval): graded gains (SciFact's are all 1), DCG with log2(rank + 1), the ideal DCG from
+the qrels, scores averaged over the queries of the split that have qrels (a query with no
+results scores 0). `ragqa eval --corpus ... --queries ... --qrels ...` gives the same figures in
+one command; this script also times ingest and search, and compares with published baselines.
 """
 
 from __future__ import annotations
@@ -29,14 +31,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+
+from ragqa.evaluate import mean_metrics, read_qrels
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 COLLECTION = "scifact"
@@ -49,71 +52,7 @@ BASELINES: dict[str, float] = {
     "bge-small-en-v1.5 (MTEB)": 0.713,
 }
 
-Qrels = dict[str, dict[str, int]]  # query id -> corpus id -> relevance
-
-
-# ---------------------------------------------------------------- metrics (pure)
-
-def dcg(gains: Iterable[float]) -> float:
-    """Discounted cumulative gain: sum of gain / log2(rank + 1), ranks from 1."""
-    return sum(g / math.log2(rank + 1) for rank, g in enumerate(gains, start=1))
-
-
-def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
-    """nDCG@k with binary gains (relevance > 0 counts 1), as BEIR reports it."""
-    positives = {doc for doc, rel in relevant.items() if rel > 0}
-    if not positives:
-        return 0.0
-    ideal = dcg([1.0] * min(k, len(positives)))
-    return dcg(1.0 if doc in positives else 0.0 for doc in ranked[:k]) / ideal
-
-
-def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 100) -> float:
-    """Share of the relevant documents found in the top k."""
-    positives = {doc for doc, rel in relevant.items() if rel > 0}
-    if not positives:
-        return 0.0
-    return len(positives.intersection(ranked[:k])) / len(positives)
-
-
-def mrr_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
-    """Reciprocal rank of the first relevant document in the top k (0 if none)."""
-    for rank, doc in enumerate(ranked[:k], start=1):
-        if relevant.get(doc, 0) > 0:
-            return 1.0 / rank
-    return 0.0
-
-
-def evaluate(run: Mapping[str, Sequence[str]], qrels: Qrels) -> dict[str, float]:
-    """Mean nDCG@10, recall@100 and MRR@10 over every query of `qrels` (missing runs score 0)."""
-    if not qrels:
-        return {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
-    totals = {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
-    for qid, relevant in qrels.items():
-        ranked = run.get(qid, [])
-        totals["ndcg@10"] += ndcg_at_k(ranked, relevant, 10)
-        totals["recall@100"] += recall_at_k(ranked, relevant, 100)
-        totals["mrr@10"] += mrr_at_k(ranked, relevant, 10)
-    return {name: value / len(qrels) for name, value in totals.items()}
-
-
 # ---------------------------------------------------------------- data
-
-def read_qrels(path: Path) -> Qrels:
-    """BEIR qrels TSV (query-id, corpus-id, score), with or without a header line."""
-    qrels: Qrels = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        parts = line.strip().split("\t")
-        if not line.strip():
-            continue
-        if len(parts) != 3:
-            raise ValueError(f"{path}:{number}: expected 3 tab-separated fields")
-        qid, doc, score = parts
-        if number == 1 and not score.lstrip("-").isdigit():
-            continue  # header
-        qrels.setdefault(qid, {})[doc] = int(score)
-    return qrels
-
 
 def read_queries(path: Path, split: str) -> dict[str, str]:
     """Query id -> text for the queries of one split."""
@@ -186,7 +125,8 @@ def run_benchmark(data: Path, home: Path, split: str) -> dict:
         "dataset": "scifact", "split": split, "queries": len(judged),
         "answered": sum(1 for qid in judged if run.get(qid)),
         "corpus": count_lines(corpus), "home": str(home),
-        "metrics": {name: round(value, 4) for name, value in evaluate(run, judged).items()},
+        "metrics": {name: round(value, 4)
+                    for name, value in mean_metrics(run, judged, (K_RETRIEVE,)).items()},
         "baselines_test_ndcg@10": BASELINES,
         "ingest": {"seconds": round(ingest_s, 1), "added": ingest["added"],
                    "unchanged": ingest["unchanged"], "chunks": ingest["chunks"],

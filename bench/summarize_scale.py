@@ -13,35 +13,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
+from measured import run_ragqa
+
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mlconf"
-
-
-# Runs ragqa in a child that reports its own peak RSS (kB) on its last stderr line.
-_MEASURED = (
-    "import resource, runpy, sys\n"
-    "sys.argv = ['ragqa', *sys.argv[1:]]\n"
-    "try:\n    runpy.run_module('ragqa', run_name='__main__')\n"
-    "finally:\n"
-    "    print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-    " file=sys.stderr)\n"
-)
-
-
-def _run(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one `ragqa ARGS` process."""
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _MEASURED, *args], env=env,
-                          capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"ragqa {' '.join(args)} failed: {done.stderr.strip()[-500:]}")
-    peak_kb = int(done.stderr.strip().splitlines()[-1].split()[-1])
-    return wall, peak_kb // 1024, done.stdout
 
 
 def main() -> int:
@@ -61,12 +38,12 @@ def main() -> int:
     ingest = {"added": 0, "papers_total": None}
     ingest_wall, ingest_rss = 0.0, 0
     if not args.skip_ingest:
-        ingest_wall, ingest_rss, out = _run(
+        ingest_wall, ingest_rss, out = run_ragqa(
             ["ingest", str(corpus), "--collection", "mlconf", "--quiet", "--json"], env)
         ingest = json.loads(out)
     runs = []
     for _ in range(args.repeats):
-        wall, rss, out = _run(["summarize", "--all", "--collection", "mlconf", "--json"], env)
+        wall, rss, out = run_ragqa(["summarize", "--all", "--collection", "mlconf", "--json"], env)
         summary = json.loads(out)
         runs.append({"wall_s": round(wall, 2), "peak_rss_mb": rss,
                      "themes": len(summary["themes"]),

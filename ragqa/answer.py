@@ -133,14 +133,24 @@ class CheckedText:
     unsupported: list[dict] = field(default_factory=list)
 
 
+_MAX_DIGITS = 6
+
+
+def _citation_number(digits: str) -> int:
+    """A number of more digits than any list of sources is out of range, not a crash: int()
+    refuses strings of 4,300+ digits (ValueError)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _MAX_DIGITS else 10**_MAX_DIGITS
+
+
 def expand_citation(group: str) -> list[int]:
     numbers: list[int] = []
     for part in re.split(r"\s*[,;]\s*", group.strip()):
         if re.search(r"[-–]", part):
-            low, high = sorted(int(x) for x in re.split(r"\s*[-–]\s*", part))
+            low, high = sorted(_citation_number(x) for x in re.split(r"\s*[-–]\s*", part))
             numbers.extend(range(low, min(high, low + 200) + 1))  # bounded: [1-999999]
         else:
-            numbers.append(int(part))
+            numbers.append(_citation_number(part))
     return numbers
 
 
@@ -161,6 +171,21 @@ def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
             return ""  # with the blank before it: a removed citation leaves no gap
         return match.group(1) + "[" + ", ".join(str(n) for n in sorted(set(kept))) + "]"
 
+    def drop_unknown(match: re.Match) -> str:
+        nonlocal dropped
+        numbers = expand_citation(match.group(2))
+        kept = [n for n in numbers if 1 <= n <= len(hits)]
+        dropped += len(numbers) - len(kept)
+        if len(kept) == len(numbers):
+            return match.group(0)
+        return match.group(1) + "[" + ", ".join(map(str, kept)) + "]" if kept else ""
+
+    # First drop what names no source, until nothing is left to drop: removing a citation can
+    # join its neighbours into a new one ("[[7]2]" -> "[2]"), which renumbering in the same pass
+    # would have left unchecked and pointing at the wrong paper.
+    previous = None
+    while previous != text:
+        previous, text = text, _SPACED_CITATION.sub(drop_unknown, text)
     checked = _SPACED_CITATION.sub(rewrite, text)
     citations = []
     for number, new in sorted(order.items(), key=lambda kv: kv[1]):

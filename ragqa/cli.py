@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ragqa import __version__
-from ragqa.render import Renderer, safe
+from ragqa.text import clean_question, json_text, safe
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
     from ragqa.corpus import Paper
+    from ragqa.render import Renderer
     from ragqa.retrieve import Filters, Retriever, SearchResult
     from ragqa.store import Store
 
@@ -30,6 +31,8 @@ app = typer.Typer(
     help="Question answering over collections of ML-paper abstracts, with citations that point "
     "at real, retrieved papers. Works offline.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    # Plain help: rich help formatting costs ~0.15 s of imports on every `--help`.
+    rich_markup_mode=None,
 )
 
 CollectionOpt = Annotated[str | None, typer.Option(
@@ -40,8 +43,28 @@ VenueOpt = Annotated[str | None, typer.Option("--venue", help="Only papers of th
 YearOpt = Annotated[int | None, typer.Option("--year", help="Only papers of this year.")]
 
 
+def _renderer() -> Renderer:
+    """rich costs ~0.1 s to import: `ragqa --help` never pays it."""
+    from ragqa.render import Renderer
+
+    return Renderer()
+
+
+def _markup(text: str) -> str:
+    from ragqa.render import markup
+
+    return markup(text)
+
+
 class UsageError(ValueError):
     """Bad arguments (exit code 2)."""
+
+
+def _question(text: str) -> str:
+    question = clean_question(text)
+    if not question:
+        raise UsageError("the question is empty")
+    return question
 
 
 def _exit_code(exc: BaseException) -> int | None:
@@ -114,7 +137,7 @@ def _open_for_query(settings: Settings, name: str, quiet: bool = False) -> Retri
         if not quiet:
             sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
                              "ICML 2026 seeds (29 abstracts) first\n")
-        ingest_paths(store, seed_files())
+        ingest_paths(store, seed_files(), only_if_empty=True)
     return Retriever(store)
 
 
@@ -140,7 +163,7 @@ def ingest(
     from ragqa.ingest import ingest_sources
     from ragqa.resources import seed_files
 
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
         sources = list(paths or []) + (seed_files() if seeds else [])
         if not sources and not rebuild:
@@ -199,7 +222,7 @@ def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, filters: Fi
         result = retriever.search(text, k=k, filters=filters, cut=cut, sentences=False)
         rows = [{"paper_id": h.paper.paper_id, "title": h.paper.title, "source": h.paper.source,
                  "score": round(h.score, 6)} for h in result.hits]
-        sys.stdout.write(json.dumps({"_id": qid, "results": rows}, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text({"_id": qid, "results": rows}) + "\n")
 
 
 @app.command()
@@ -220,12 +243,12 @@ def search(
     """Find the papers that matter for a question, each with its best-matching sentence."""
     from ragqa.retrieve import Filters
 
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
         if (question is None) == (batch is None):
             raise UsageError("give a QUESTION or --batch FILE (one of them)")
-        if question is not None and not question.strip():
-            raise UsageError("the question is empty")
+        if question is not None:
+            question = _question(question)
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json)
         filters = Filters(venue=venue, year=year)
@@ -270,16 +293,15 @@ def ask(
     from ragqa.answer import answer_question
     from ragqa.retrieve import Filters
 
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
-        if not question.strip():
-            raise UsageError("the question is empty")
+        question = _question(question)
         settings, name = _settings(collection)
         model = _llm_for(settings, llm)
         retriever = _open_for_query(settings, name, quiet=as_json)
         stream = model is not None and not no_stream and not as_json and out.is_terminal
         with out.streaming(enabled=stream) as on_token:
-            answer = answer_question(retriever, question.strip(), llm=model,
+            answer = answer_question(retriever, question, llm=model,
                                      on_token=on_token if stream else None, k=k,
                                      filters=Filters(venue=venue, year=year))
         if as_json:
@@ -312,7 +334,7 @@ class ChatShell:
         """Process one line; False means quit."""
         from ragqa.chat import save_session
 
-        line = line.strip()
+        line = clean_question(line)
         if not line:
             return True
         if line.startswith("/"):
@@ -327,11 +349,12 @@ class ChatShell:
         if self.as_json:
             record = {**turn.answer, "standalone_question": turn.standalone,
                       "session_id": self.session.session_id, "turn": len(self.session.turns)}
-            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(record) + "\n")
             sys.stdout.flush()
         else:
             if turn.standalone != turn.question:
-                self.out.console.print(f"[dim]→ {safe(turn.standalone)}[/]")
+                # escaped: a title's "[/bold]" in the condensed question is text, not markup
+                self.out.console.print(f"[dim]→ {_markup(turn.standalone)}[/]")
             self.out.answer(answer)
         return True
 
@@ -361,7 +384,7 @@ class ChatShell:
         elif name == "/show":
             citations = {str(c["n"]): c for c in (last or {}).get("citations", [])}
             if arg.strip() not in citations:
-                self.out.err.print(f"No [{safe(arg.strip())}] in the last answer.")
+                self.out.err.print(f"No \\[{_markup(arg.strip())}] in the last answer.")
             else:
                 paper = self.retriever.lexical.paper(citations[arg.strip()]["paper_id"])
                 if paper:
@@ -372,7 +395,7 @@ class ChatShell:
             save_session(self.settings, self.session)
             self.out.console.print(f"Saved {path}")
         else:
-            self.out.err.print(f"Unknown command {safe(name)}; /help lists them.")
+            self.out.err.print(f"Unknown command {_markup(name)}; /help lists them.")
         return True
 
 
@@ -422,7 +445,7 @@ def chat(
     """Chat about the papers: follow-ups keep their context, every turn cites."""
     from ragqa.chat import list_sessions, load_session, new_session
 
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
         settings, name = _settings(collection)
         if list_:
@@ -467,9 +490,10 @@ def summarize(
     """A literature summary: themes, a paragraph each, every claim cited, references."""
     from ragqa import summarize as summaries
 
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
-        if bool(topic and topic.strip()) == all_:
+        topic = clean_question(topic or "")
+        if bool(topic) == all_:
             raise UsageError("give a TOPIC or --all (one of them)")
         if out_file and not out_file.resolve().parent.is_dir():
             raise UsageError(f"--out {out_file}: no folder {out_file.resolve().parent}")
@@ -491,6 +515,84 @@ def summarize(
             out.summary(markdown, summary)
 
 
+# ---------------------------------------------------------------- eval
+
+def _recall_ks(values: list[str] | None) -> list[int]:
+    """`--k 10,100` or `--k 10 --k 100` -> [10, 100]."""
+    from ragqa.evaluate import DEFAULT_KS
+
+    ks: set[int] = set()
+    for value in values or []:
+        for part in value.split(","):
+            if not part.strip().isdigit() or int(part) < 1:
+                raise UsageError(f"--k takes whole numbers of at least 1, not {part.strip()!r}")
+            ks.add(int(part))
+    return sorted(ks) or list(DEFAULT_KS)
+
+
+@app.command("eval")
+def eval_(
+    folder: Annotated[Path | None, typer.Argument(
+        help="A BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv.",
+        show_default=False, metavar="DIR")] = None,
+    corpus: Annotated[Path | None, typer.Option(
+        "--corpus", help="The corpus (JSONL of {\"_id\", \"title\", \"text\"}, may be .gz).")
+    ] = None,
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="The queries (JSONL of {\"_id\", \"text\"}).")] = None,
+    qrels: Annotated[Path | None, typer.Option(
+        "--qrels", help="The judgements (TSV: query-id, corpus-id, score).")] = None,
+    split: Annotated[str, typer.Option("--split", help="Which qrels of the folder to use.")
+                     ] = "test",
+    k: Annotated[list[str] | None, typer.Option(
+        "--k", metavar="K[,K...]",
+        help="Recall cut-offs: --k 10,100 or --k 10 --k 100 (default 10 and 100).")] = None,
+    skip_bad: Annotated[bool, typer.Option(
+        "--skip-bad", help="Skip bad corpus records (and report how many) instead of stopping.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    collection: Annotated[str | None, typer.Option(
+        "--collection", "-c", help="Collection to ingest into and search (default: "
+        "eval-<data set folder>).")] = None,
+    as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Measure retrieval on a labelled BEIR set: nDCG@10, recall@k, MRR@10."""
+    import re
+
+    from ragqa.evaluate import default_collection, load_eval_set, locate_dataset, run_eval
+
+    out = _renderer()
+    with _errors(debug):
+        if folder is None and None in (corpus, queries, qrels):
+            raise UsageError("give a BEIR folder, or all of --corpus, --queries and --qrels")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", split) or ".." in split:
+            raise UsageError(f"--split must be a name such as test or dev, not {split!r}")
+        ks = _recall_ks(k)
+        dataset = locate_dataset(folder, corpus, queries, qrels, split)
+        settings, name = _settings(collection or default_collection(dataset))
+        data = load_eval_set(dataset, skip_bad=skip_bad)  # bad files fail before the store opens
+        store = _open_store(settings, name)
+        shown = not quiet and not as_json
+        with contextlib.ExitStack() as stack:
+            status: list = []
+
+            def on_query(done: int, total: int) -> None:
+                # The spinner starts once ingest's progress bar is gone: rich shows one live
+                # display at a time.
+                if not status:
+                    status.append(stack.enter_context(out.status(enabled=shown)))
+                status[0](f"Searching: query {done + 1} of {total}")
+
+            result = run_eval(store, data, ks, progress=out.ingest_progress(enabled=shown),
+                              on_query=on_query)
+        if as_json:
+            out.json(result.as_json())
+        else:
+            from ragqa.render import render_eval
+
+            render_eval(out, result)
+
+
 # ---------------------------------------------------------------- papers, show
 
 def paper_json(paper: Paper) -> dict:
@@ -505,7 +607,7 @@ def papers(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """List every paper of the collection (JSON: with full text and metadata)."""
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json)
@@ -523,7 +625,7 @@ def show(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Show one paper: its full text and metadata."""
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json)
@@ -552,7 +654,7 @@ def doctor(
     """Print the effective settings (keys masked) and check embedder, store and LLM."""
     from ragqa.doctor import run_checks
 
-    out = Renderer()
+    out = _renderer()
     with _errors(debug):
         settings, name = _settings(collection)
         checks = run_checks(settings, name)

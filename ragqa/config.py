@@ -66,9 +66,10 @@ class Settings:
     chroma_port: int = 8000
     chroma_ssl: bool = False
     chroma_token: Secret = field(default_factory=lambda: Secret(""))
-    # Chunking (tokens of the embedder's tokenizer; MiniLM's window is 256)
-    chunk_tokens: int = 200
-    chunk_overlap: int = 40
+    # Chunking, in tokens of the embedder's tokenizer: title + chunk at most chunk_tokens
+    # (MiniLM reads 256 tokens including its two special ones)
+    chunk_tokens: int = 254
+    chunk_overlap: int = 30
     # Retrieval
     candidates: int = 100
     # LLM
@@ -191,8 +192,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         chroma_port=_int(env, "RAGQA_CHROMA_PORT", 8000, minimum=1),
         chroma_ssl=_bool(env, "RAGQA_CHROMA_SSL"),
         chroma_token=Secret(env.get("RAGQA_CHROMA_TOKEN", "").strip()),
-        chunk_tokens=_int(env, "RAGQA_CHUNK_TOKENS", 200, minimum=32),
-        chunk_overlap=_int(env, "RAGQA_CHUNK_OVERLAP", 40),
+        chunk_tokens=_int(env, "RAGQA_CHUNK_TOKENS", 254, minimum=32),
+        chunk_overlap=_int(env, "RAGQA_CHUNK_OVERLAP", 30),
         candidates=_int(env, "RAGQA_CANDIDATES", 100, minimum=10),
         llm=_choice(env, "RAGQA_LLM", LLM_CHOICES),
         openai_api_key=Secret(openai_key),
@@ -207,6 +208,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     )
     if settings.chunk_overlap >= settings.chunk_tokens:
         raise ConfigError("RAGQA_CHUNK_OVERLAP must be smaller than RAGQA_CHUNK_TOKENS")
-    if settings.chunk_tokens > 250 and settings.embed_provider == "local":
-        raise ConfigError("RAGQA_CHUNK_TOKENS must be at most 250 with the local embedder")
+    if settings.chunk_tokens > 254 and settings.embed_provider == "local":
+        raise ConfigError("RAGQA_CHUNK_TOKENS must be at most 254 with the local embedder")
     return settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ragqa.render import safe
+from ragqa.text import safe
 
 if TYPE_CHECKING:
     from ragqa.config import Settings

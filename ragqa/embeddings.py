@@ -7,11 +7,17 @@ that wants one (see ragqa/llama_embedding.py).
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
 import hashlib
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -131,12 +137,34 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
+class _Stopped(EmbeddingError):
+    """A batch abandoned because another one failed for good (never the error shown)."""
+
+
 class OpenAICompatibleEmbedder:
     """Any server that speaks OpenAI's /v1/embeddings (OpenAI, vLLM, TEI, Ollama, LM Studio).
 
-    Batches go out with bounded concurrency; the openai client retries 429 and 5xx with
-    backoff. Vectors are L2-normalised so cosine distances mean the same as for the local model.
+    What a rate-limited or flaky server gets (tests/test_embed_provider.py checks each point):
+    - requests of at most `batch_size` texts, at most `concurrency` of them in flight;
+    - a 408, 409, 429 or 5xx answer, a dropped connection or a timeout is retried up to
+      `retries` times: after the server's Retry-After when it sends one (up to
+      MAX_RETRY_AFTER seconds; a longer one fails at once), else after an exponential backoff
+      (BACKOFF_BASE doubling up to BACKOFF_MAX, jittered so parallel requests spread out);
+    - then one EmbeddingError (exit code 1) without the key, and the batches not yet sent are
+      dropped: retrying the rest against a failing server only delays the error.
+    Ingest stores each batch of papers (ingest.PAPERS_PER_BATCH) as soon as it is embedded, so a
+    re-run after a failure or a kill embeds only what is missing.
+
+    The retries are ours, not the openai client's (it gets max_retries=0): their number and
+    waits are then exact, the error can say how many attempts failed, and a failure elsewhere
+    cuts other requests' waits short. Vectors are L2-normalised so cosine distances mean the
+    same as for the local model.
     """
+
+    RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+    BACKOFF_BASE = 0.5
+    BACKOFF_MAX = 8.0
+    MAX_RETRY_AFTER = 60.0
 
     def __init__(self, model: str, base_url: str, api_key: str, batch_size: int = 64,
                  concurrency: int = 4, timeout: float = 60.0, retries: int = 3) -> None:
@@ -144,46 +172,153 @@ class OpenAICompatibleEmbedder:
 
         self._client = openai.OpenAI(
             api_key=api_key or "not-needed", base_url=base_url or None,
-            timeout=timeout, max_retries=retries,
+            timeout=timeout, max_retries=0,
         )
         self._model = model
-        self._batch_size = batch_size
-        self._concurrency = concurrency
-        where = base_url.rstrip("/") if base_url else "api.openai.com"
-        self.embedder_id = f"openai:{model}@{where}"
+        self._batch_size = max(1, batch_size)
+        self._concurrency = max(1, concurrency)
+        self._retries = max(0, retries)
+        self.embedder_id = f"openai:{model}@{_public_url(base_url) or 'api.openai.com'}"
         self.dimension = 0  # known after the first call
         self._openai = openai
 
     def count_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)  # the server's tokenizer is unknown; ~4 chars a token
 
-    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def _retry_wait(self, exc: Exception, attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, None when `exc` is not worth retrying."""
+        if isinstance(exc, self._openai.APIStatusError):
+            status = exc.status_code
+            if status not in self.RETRY_STATUSES and status < 500:
+                return None
+            after = _retry_after(exc.response.headers)
+            if after is not None:
+                return after if after <= self.MAX_RETRY_AFTER else None
+        elif not isinstance(exc, self._openai.APIConnectionError):  # e.g. a malformed body
+            return None
+        backoff = min(self.BACKOFF_BASE * 2 ** attempt, self.BACKOFF_MAX)
+        return backoff * (1 - 0.25 * random.random())
+
+    def _request(self, texts: Sequence[str], stop: threading.Event):
+        for attempt in range(self._retries + 1):
+            try:
+                return self._client.embeddings.create(model=self._model, input=list(texts))
+            except self._openai.APIError as exc:
+                delay = self._retry_wait(exc, attempt)
+                if delay is None or attempt == self._retries or stop.is_set():
+                    raise EmbeddingError(_describe_failure(exc, attempt + 1, delay)) from None
+            except ValueError:  # the openai client lets a body that is not JSON through
+                raise EmbeddingError("embedding server sent an answer that is not JSON"
+                                     ) from None
+            # Another batch failed for good (or Ctrl-C): stop waiting, the error is on its way.
+            if stop.wait(delay):
+                raise _Stopped("embedding stopped: another request failed")
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _embed_batch(self, texts: Sequence[str], stop: threading.Event) -> np.ndarray:
+        if stop.is_set():  # a batch that failed for good: send nothing more
+            raise _Stopped("embedding stopped: another request failed")
         try:
-            response = self._client.embeddings.create(model=self._model, input=list(texts))
-        except self._openai.APIError as exc:
-            raise EmbeddingError(f"embedding server failed: {_describe_api_error(exc)}") from None
-        rows = sorted(response.data, key=lambda d: d.index)
+            return self._vectors(texts, self._request(texts, stop))
+        except BaseException:
+            stop.set()  # here, not in embed(): a free worker must not send the next batch first
+            raise
+
+    def _vectors(self, texts: Sequence[str], response) -> np.ndarray:
+        try:
+            rows = sorted(response.data, key=lambda d: d.index)
+            vectors = np.asarray([r.embedding for r in rows], dtype=np.float32)
+        except (AttributeError, TypeError, ValueError):
+            raise EmbeddingError("embedding server sent malformed vectors") from None
         if len(rows) != len(texts):
             raise EmbeddingError(
                 f"embedding server returned {len(rows)} vectors for {len(texts)} texts"
             )
-        return _normalise(np.asarray([r.embedding for r in rows], dtype=np.float32))
+        if vectors.ndim != 2 or not vectors.shape[1] or not np.isfinite(vectors).all():
+            raise EmbeddingError("embedding server sent empty or non-finite vectors")
+        return _normalise(vectors)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension or 1), dtype=np.float32)
         batches = [texts[i : i + self._batch_size] for i in range(0, len(texts), self._batch_size)]
-        with ThreadPoolExecutor(max_workers=self._concurrency) as pool:
-            parts = list(pool.map(self._embed_batch, batches))
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=min(self._concurrency, len(batches)))
+        futures = [pool.submit(self._embed_batch, batch, stop) for batch in batches]
+        try:
+            # The first failure ends the call, even while earlier batches are still retrying:
+            # it sets `stop`, so the others end with their request in flight, if any.
+            finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            if any(future.exception() for future in finished):
+                wait(futures)
+                errors = [f.exception() for f in futures if f.exception() is not None]
+                raise next((e for e in errors if not isinstance(e, _Stopped)), errors[0])
+            parts = [future.result() for future in futures]
+        except BaseException:
+            stop.set()  # the others stop retrying; batches not yet sent are never sent
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        dimensions = {part.shape[1] for part in parts}
+        if len(dimensions) > 1 or (self.dimension and dimensions != {self.dimension}):
+            sizes = ", ".join(str(d) for d in sorted(dimensions | {self.dimension} - {0}))
+            raise EmbeddingError(
+                f"embedding server sent vectors of different sizes ({sizes}): did its model "
+                "change?"
+            )
         vectors = np.vstack(parts)
         self.dimension = int(vectors.shape[1])
         return vectors
 
 
-def _describe_api_error(exc: Exception) -> str:
+def _public_url(url: str) -> str:
+    """The URL without credentials, query or fragment: what may be stored in the index and
+    shown in messages. A plain URL stays as it was (it is part of existing indexes' ids)."""
+    if not any(mark in url for mark in "@?#"):
+        return url.rstrip("/")
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
+                      ).rstrip("/")
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait: Retry-After (seconds or an HTTP date), or the
+    non-standard retry-after-ms that OpenAI sends."""
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, float(headers.get("retry-after-ms")) / 1000)  # type: ignore[arg-type]
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(raw))
+    with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
+        when = email.utils.parsedate_to_datetime(raw)
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _describe_failure(exc: Exception, attempts: int, delay: float | None) -> str:
+    """One line, without the key or the server's own message (it may echo the request)."""
     status = getattr(exc, "status_code", None)
-    kind = type(exc).__name__
-    return f"{kind} (HTTP {status})" if status else kind
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if status:
+        what = f"HTTP {status}"
+    elif "APITimeoutError" in names:
+        what = "no answer in time (RAGQA_LLM_TIMEOUT)"
+    elif "APIConnectionError" in names:
+        what = "cannot connect"
+    else:
+        what = type(exc).__name__
+    message = f"embedding server failed: {what}"
+    if attempts > 1:
+        message += f" on all {attempts} attempts"
+    if status in (401, 403):
+        message += "; check RAGQA_EMBED_API_KEY (or OPENAI_API_KEY)"
+    if status == 429:
+        if delay is None:
+            message += " (it asks to wait longer than ragqa waits)"
+        message += "; lower RAGQA_EMBED_CONCURRENCY or try again later"
+    return message
 
 
 def make_encoder(settings: Settings) -> Encoder:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from ragqa.store import PaperState, Store, chunk_metadata, local_dir
 if TYPE_CHECKING:
     from ragqa.config import Settings
 
-PAPERS_PER_BATCH = 64
+PAPERS_PER_BATCH = 256  # one upsert each; big enough that length-sorted batches pad little
 REBUILD_SUFFIX = "__rebuild"
 BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieve.py)
 
@@ -111,15 +113,34 @@ def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: 
 
 # ---------------------------------------------------------------- chunking
 
-def make_chunker(encoder: Encoder, settings: Settings) -> Callable[[str], list[str]]:
-    """Sentence-boundary chunks sized in the embedder's own tokens."""
-    from llama_index.core.node_parser import SentenceSplitter
+def make_chunker(encoder: Encoder, settings: Settings) -> Callable[[Paper], list[str]]:
+    """A paper's chunks, sized in the embedder's own tokens so that title + chunk fits
+    `chunk_tokens` (MiniLM reads 256 tokens and silently drops the rest).
 
-    splitter = SentenceSplitter(
-        chunk_size=settings.chunk_tokens, chunk_overlap=settings.chunk_overlap,
-        tokenizer=lambda text: [0] * encoder.count_tokens(text),
-    )
-    return lambda text: [c for c in splitter.split_text(text) if c.strip()] or [text]
+    An abstract that fits is one chunk: most do (73 % of the mlconf abstracts), and embedding it
+    whole costs the same as the raw embedder and keeps its context together. Longer ones are
+    split at sentence boundaries with a small overlap, so no sentence goes unread."""
+    splitters: dict[int, Callable[[str], list[str]]] = {}
+
+    def splitter(size: int) -> Callable[[str], list[str]]:
+        if size not in splitters:  # llama-index costs ~2 s to import: only when a text needs it
+            from llama_index.core.node_parser import SentenceSplitter
+
+            splitters[size] = SentenceSplitter(
+                chunk_size=size, chunk_overlap=min(settings.chunk_overlap, size // 4),
+                tokenizer=lambda text: [0] * encoder.count_tokens(text),
+            ).split_text
+        return splitters[size]
+
+    def chunks(paper: Paper) -> list[str]:
+        prefix = 0 if paper.title_derived else encoder.count_tokens(f"{paper.title}.") + 1
+        if prefix + encoder.count_tokens(paper.text) <= settings.chunk_tokens:
+            return [paper.text]
+        # A very long title must not leave chunks too small to say anything.
+        size = max(settings.chunk_tokens - prefix, settings.chunk_tokens // 2)
+        return [c for c in splitter(size)(paper.text) if c.strip()] or [paper.text]
+
+    return chunks
 
 
 def embedding_input(paper: Paper, chunk: str) -> str:
@@ -153,11 +174,21 @@ def collection_lock(folder: Path, timeout: float) -> Iterator[None]:
 
 # ---------------------------------------------------------------- running
 
-def _embed_and_upsert(store: Store, chunker: Callable[[str], list[str]], papers: list[Paper]
-                      ) -> int:
+def _pause_for_tests(stage: str) -> None:
+    """Test-only hook (tests/test_reliability.py), not a setting: with RAGQA_TEST_PAUSE_AT set
+    to this stage ("deleted", "embedding", "upserted"), say so on stderr and wait for a line on
+    stdin, so that a test can kill -9 the ingest, or its Chroma server, at exactly that point."""
+    if os.environ.get("RAGQA_TEST_PAUSE_AT") == stage:
+        sys.stderr.write(f"ragqa-test-pause: {stage}\n")
+        sys.stderr.flush()
+        sys.stdin.readline()
+
+
+def _embed_and_upsert(store: Store, chunker: Callable[[Paper], list[str]],
+                      papers: list[Paper]) -> int:
     ids, inputs, documents, metadatas = [], [], [], []
     for paper in papers:
-        chunks = chunker(paper.text)
+        chunks = chunker(paper)
         for i, chunk in enumerate(chunks):
             ids.append(f"{paper.paper_id}::{i}")
             inputs.append(embedding_input(paper, chunk))
@@ -201,6 +232,7 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     if plan.to_delete:
         progress.stage(f"Removing {len(plan.to_delete)} outdated papers")
         store.delete_papers(plan.to_delete)
+        _pause_for_tests("deleted")
     if plan.moved:
         store.update_places(plan.moved)
     if plan.to_embed:
@@ -209,10 +241,12 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
         progress.start(len(plan.to_embed))
         for start in range(0, len(plan.to_embed), PAPERS_PER_BATCH):
             batch = plan.to_embed[start : start + PAPERS_PER_BATCH]
+            _pause_for_tests("embedding")
             report.chunks += _embed_and_upsert(store, chunker, batch)
             if store.encoder.dimension:
                 store.record_dimension(store.encoder.dimension)
             progress.advance(len(batch))
+            _pause_for_tests("upserted")
         progress.finish()
     replaced = {pid for pid in plan.to_delete if pid in states and states[pid].complete}
     embedded = {p.paper_id for p in plan.to_embed}
@@ -232,12 +266,20 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
 
 
 def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
-                   rebuild: bool = False, progress: Progress | None = None) -> IngestReport:
+                   rebuild: bool = False, progress: Progress | None = None,
+                   only_if_empty: bool = False) -> IngestReport:
     """Ingest parsed sources (parse with `read_sources` first, so bad input fails before
-    anything is opened or written). `rebuild` re-embeds the whole collection (see `rebuild`)."""
+    anything is opened or written). `rebuild` re-embeds the whole collection (see `rebuild`).
+    `only_if_empty` ingests nothing into a collection that holds papers once the lock is ours."""
     read = read or ReadReport([], [])
     with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout):
         finish_interrupted_rebuild(store)
+        if only_if_empty and store.count():
+            # A collection looks empty while its first ingest embeds its first batch; a query
+            # that found it so (and would add the bundled seeds) must not add them to it, and
+            # must read what that ingest wrote with a client that did not see it empty.
+            store.reopen()
+            return IngestReport(collection=store.name)
         if rebuild:
             report = _rebuild(store, read.papers, progress)
         else:

@@ -8,6 +8,7 @@ and a killed ingest leaves at worst an unused folder that the next one removes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -34,6 +35,10 @@ QUERY_STOPWORDS = {
     "list", "find", "show", "deal", "deals", "do", "does", "use", "uses", "using", "about",
     "address", "addresses", "article", "articles", "research", "tell", "me", "there",
 }
+
+
+class SnapshotError(OSError):
+    """The snapshot cannot be written (a full disk, a read-only folder): exit code 1."""
 
 
 def fingerprint(states: Iterable[tuple[str, str]]) -> str:
@@ -225,34 +230,45 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
 
     `background` is a sample of the collection's vectors: retrieve.py measures how unusual a
     paper's similarity to a question is against it (the relevance cut)."""
-    import bm25s
-
     folder.mkdir(parents=True, exist_ok=True)
     previous = (read_current(folder) or {}).get("dir")
     name = f"snap-{fp[:12]}-{time.time_ns()}"
     work = folder / f".tmp-{name}"
     work.mkdir()
-    db = sqlite3.connect(work / "papers.sqlite")
-    db.execute("CREATE TABLE papers (idx INTEGER PRIMARY KEY, paper_id TEXT UNIQUE, json TEXT, "
-               "venue_key TEXT, year INTEGER, source_file TEXT, position INTEGER)")
-    db.executemany(
-        "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?)",
-        ((i, p.paper_id, json.dumps(asdict(p), ensure_ascii=False), p.venue.lower(), p.year,
-          *_position(p.source)) for i, p in enumerate(papers)),
-    )
-    db.commit()
-    db.close()
+    try:
+        _write_files(work, papers, background)
+        os.replace(work, folder / name)
+        _write_atomically(folder / CURRENT, json.dumps(
+            {"dir": name, "fingerprint": fp, "papers": len(papers)}))
+    except (OSError, sqlite3.OperationalError) as exc:
+        # A full disk or a read-only folder: a runtime error (exit 1) that says so (SQLite's
+        # own "database or disk is full" is no OSError), with the previous snapshot still in use
+        # and no half-written one left to fill the disk further.
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(folder / name, ignore_errors=True)
+        raise SnapshotError(f"cannot write the BM25 index in {folder}: {exc}") from None
+    _remove_old_snapshots(folder, keep=name, previous=previous)
+    return folder / name
+
+
+def _write_files(work: Path, papers: list[Paper], background: np.ndarray | None) -> None:
+    import bm25s
+
+    with contextlib.closing(sqlite3.connect(work / "papers.sqlite")) as db:
+        db.execute("CREATE TABLE papers (idx INTEGER PRIMARY KEY, paper_id TEXT UNIQUE, "
+                   "json TEXT, venue_key TEXT, year INTEGER, source_file TEXT, position INTEGER)")
+        db.executemany(
+            "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?)",
+            ((i, p.paper_id, json.dumps(asdict(p), ensure_ascii=False), p.venue.lower(), p.year,
+              *_position(p.source)) for i, p in enumerate(papers)),
+        )
+        db.commit()
     if papers:
         retriever = bm25s.BM25(k1=1.2, b=0.75)
         retriever.index([terms(paper_document(p)) for p in papers], show_progress=False)
         retriever.save(str(work / "bm25"))
     if background is not None and len(background):
         np.save(work / "background.npy", background.astype(np.float32))
-    os.replace(work, folder / name)
-    _write_atomically(folder / CURRENT, json.dumps(
-        {"dir": name, "fingerprint": fp, "papers": len(papers)}))
-    _remove_old_snapshots(folder, keep=name, previous=previous)
-    return folder / name
 
 
 def _remove_old_snapshots(folder: Path, keep: str, previous: str | None) -> None:

@@ -6,11 +6,17 @@ retries, and one clear error for every way an endpoint can fail. Prompts are bui
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
+
+# llama-index logs a WARNING before each retry ("Retrying ... as it raised RateLimitError: <the
+# server's error body>"). With no logging configured Python prints it on stderr: a second line
+# beside ragqa's one-line error, and one that repeats whatever the server echoed (an API key).
+logging.getLogger("llama_index.llms.openai.utils").setLevel(logging.ERROR)
 
 
 class LLMError(RuntimeError):

@@ -4,8 +4,6 @@ terminal with escape sequences."""
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,21 +14,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragqa.text import json_text, safe
+
 if TYPE_CHECKING:
     from ragqa.config import Settings
     from ragqa.corpus import Paper
     from ragqa.ingest import IngestReport
     from ragqa.retrieve import SearchResult
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def safe(text: str) -> str:
-    """Drop control characters (ESC, BEL, C1, bidi overrides); keep newlines and tabs."""
-    return _CONTROL.sub("", text)
-
-
-def _markup(text: str) -> str:
+def markup(text: str) -> str:
+    """Untrusted text made inert for the terminal and for rich's markup."""
     return escape(safe(text))
 
 
@@ -44,7 +37,7 @@ class Renderer:
         return self.console.is_terminal
 
     def json(self, payload: Any) -> None:
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=str) + "\n")
+        sys.stdout.write(json_text(payload, indent=2) + "\n")
 
     # ------------------------------------------------------------ ingest
 
@@ -69,7 +62,7 @@ class Renderer:
                            + ("" if quiet else ":"))
             if not quiet:
                 for message in report.skipped_messages[:20]:
-                    self.err.print(f"  {_markup(message)}")
+                    self.err.print(f"  {markup(message)}")
         if report.not_in_sources:
             self.err.print(f"{report.not_in_sources} papers of these files are no longer in them;"
                            " `--prune` deletes them")
@@ -80,17 +73,17 @@ class Renderer:
         if not result.hits:
             self.console.print(
                 f"No paper in this collection ({result.total_papers} papers) matches "
-                f"“{_markup(result.query)}”.")
+                f"“{markup(result.query)}”.")
             return
         noun = "paper" if len(result.hits) == 1 else "papers"
         self.console.print(f"[bold]{len(result.hits)} {noun}[/] of {result.total_papers} for "
-                           f"“{_markup(result.query)}”\n")
+                           f"“{markup(result.query)}”\n")
         for rank, hit in enumerate(result.hits, start=1):
             paper = hit.paper
-            self.console.print(f"[bold cyan]{rank}.[/] [bold]{_markup(paper.title)}[/]  "
-                               f"[dim]{_markup(paper.source)} · id {_markup(paper.paper_id)} · "
+            self.console.print(f"[bold cyan]{rank}.[/] [bold]{markup(paper.title)}[/]  "
+                               f"[dim]{markup(paper.source)} · id {markup(paper.paper_id)} · "
                                f"score {hit.score:.4f}[/]")
-            self.console.print(f"   {_markup(hit.best_sentence)}\n")
+            self.console.print(f"   {markup(hit.best_sentence)}\n")
 
     # ------------------------------------------------------------ answers
 
@@ -124,13 +117,13 @@ class Renderer:
         if answer.notice:
             self.console.print(f"[yellow]{escape(answer.notice)}[/]")
         if answer.language != "English" and answer.retrieval_query != answer.question:
-            self.console.print(f"[dim]Searched for: {_markup(answer.retrieval_query)}[/]")
+            self.console.print(f"[dim]Searched for: {markup(answer.retrieval_query)}[/]")
         self.console.print()
         self.console.print(Markdown(safe(answer.text)))
         if answer.unsupported:
             self.console.print("\n[yellow]Not supported by the abstracts they cite:[/]")
             for item in answer.unsupported:
-                self.console.print(f"  [yellow]⚠[/] {_markup(item['sentence'])}")
+                self.console.print(f"  [yellow]⚠[/] {markup(item['sentence'])}")
         if answer.dropped_citations:
             self.console.print(f"[dim]{answer.dropped_citations} citation(s) of sources that "
                                "were not retrieved were removed.[/]")
@@ -140,8 +133,8 @@ class Renderer:
 
     def references(self, citations: list[dict]) -> None:
         for c in citations:
-            self.console.print(f"  \\[{c['n']}] {_markup(c['title'])}  [dim]"
-                               f"{_markup(c['source'])} · id {_markup(c['paper_id'])}[/]")
+            self.console.print(f"  \\[{c['n']}] {markup(c['title'])}  [dim]"
+                               f"{markup(c['source'])} · id {markup(c['paper_id'])}[/]")
 
     @contextmanager
     def status(self, enabled: bool) -> Iterator[Callable[[str], None]]:
@@ -179,7 +172,7 @@ class Renderer:
             table.add_column(column)
         for s in sessions:
             table.add_row(s["session_id"], s["created"], str(s["turns"]),
-                          escape(s["collection"]), _markup(s["first_question"][:60]))
+                          escape(s["collection"]), markup(s["first_question"][:60]))
         self.console.print(table)
 
     # ------------------------------------------------------------ papers
@@ -193,18 +186,18 @@ class Renderer:
         for column in ("id", "title", "source", "venue", "year"):
             table.add_column(column)
         for p in papers:
-            table.add_row(*(_markup(x) for x in (p.paper_id, p.title, p.source, p.venue)),
+            table.add_row(*(markup(x) for x in (p.paper_id, p.title, p.source, p.venue)),
                           str(p.year or ""))
         self.console.print(table)
 
     def paper(self, paper: Paper) -> None:
-        self.console.print(f"[bold]{_markup(paper.title)}[/]")
-        details = [f"id {_markup(paper.paper_id)}", _markup(paper.source)]
-        details += [_markup(x) for x in (paper.venue, str(paper.year or ""), paper.authors) if x]
+        self.console.print(f"[bold]{markup(paper.title)}[/]")
+        details = [f"id {markup(paper.paper_id)}", markup(paper.source)]
+        details += [markup(x) for x in (paper.venue, str(paper.year or ""), paper.authors) if x]
         self.console.print("[dim]" + " · ".join(details) + "[/]")
         if paper.url:
-            self.console.print(f"[dim]{_markup(paper.url)}[/]")
-        self.console.print(f"\n{_markup(paper.text)}\n")
+            self.console.print(f"[dim]{markup(paper.url)}[/]")
+        self.console.print(f"\n{markup(paper.text)}\n")
 
     # ------------------------------------------------------------ doctor
 
@@ -256,3 +249,41 @@ class _RichProgress:
 
     def finish(self) -> None:
         self._progress.stop()
+
+
+if TYPE_CHECKING:
+    from ragqa.evaluate import EvalReport
+
+
+def render_eval(out: Renderer, report: EvalReport) -> None:
+    """`ragqa eval`'s text output: the metrics as a table, then what was left out and why (a
+    skipped query or a judged document missing from the corpus changes what a figure means)."""
+    out.console.print(f"[bold]{markup(report.dataset)}[/]: {report.queries_evaluated} queries "
+                      f"of {report.queries_total} evaluated, {report.corpus_docs} documents")
+    table = Table()
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    labels = {"ndcg": "nDCG", "recall": "recall", "mrr": "MRR"}
+    for name, value in report.metrics.items():
+        kind, _, cutoff = name.partition("@")
+        table.add_row(f"{labels.get(kind, kind)}@{cutoff}", f"{value:.4f}")
+    out.console.print(table)
+    # Counts first, so that no sentence needs a plural.
+    notes = [(report.skipped_no_qrels, "queries skipped (no judgements)"),
+             (report.skipped_no_relevant, "queries skipped (no document judged relevant)"),
+             (report.qrels_without_query, "judged queries missing from the queries file"),
+             (report.relevant_not_in_corpus, "relevant documents missing from the corpus "
+                                             "(counted as not found)"),
+             (report.skipped_bad, "corpus records skipped as bad"),
+             (report.collection_papers - report.corpus_docs,
+              "papers of the collection not in the corpus (they compete in the ranking)")]
+    for count, text in notes:
+        if count > 0:
+            out.console.print(f"[yellow]{text}: {count}[/]")
+    ingest = report.ingest
+    per_query = 1000 * report.search_seconds / max(report.queries_evaluated, 1)
+    out.console.print(
+        f"[dim]Collection {escape(report.collection)}: {ingest['added']} added, "
+        f"{ingest['updated']} updated, {ingest['unchanged']} unchanged ({ingest['seconds']:.1f} s);"
+        f" search {report.search_seconds:.1f} s ({per_query:.0f} ms a query), no relevance "
+        "cut.[/]")

@@ -139,6 +139,12 @@ def open_client(settings: Settings):
     except StoreError:
         raise
     except Exception as exc:  # chromadb raises many kinds; all mean "store unavailable"
+        if not settings.uses_chroma_server:
+            # chromadb keeps the client of a path even when opening it failed (a full disk):
+            # without this, every later open in this process would get that broken one.
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
         raise StoreError(describe_chroma_error(settings, exc)) from None
 
 
@@ -234,6 +240,18 @@ class Store:
         """Forget the cached collection handle (after a rename or drop by another Store)."""
         self._collection = None
 
+    def reopen(self) -> None:
+        """A new client, for a collection another process wrote since this one read it: embedded
+        Chroma keeps, per client, what it read of a collection and does not see that process's
+        writes (a collection it counted while empty then fails every query: "Nothing found on
+        disk"). A Chroma server is shared state, and needs nothing."""
+        if not self.settings.uses_chroma_server:
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()  # or the next client is the same one
+            self._client = open_client(self.settings)
+        self._collection = None
+
     def drop(self) -> None:
         if self.exists():
             self._call("deleting the collection", self._client.delete_collection, self.chroma_name)
@@ -275,9 +293,9 @@ class Store:
 
     def iter_papers(self, check: bool = True) -> Iterator[Paper]:
         """Every paper, rebuilt from its chunk 0."""
-        for page in self._pages({"chunk_index": 0}, ["metadatas"], check=check):
-            for meta in page["metadatas"]:
-                yield paper_from_metadata(meta)
+        for page in self._pages({"chunk_index": 0}, ["metadatas", "documents"], check=check):
+            for meta, document in zip(page["metadatas"], page["documents"], strict=True):
+                yield paper_from_metadata(meta, document)
 
     def sample_vectors(self, paper_ids: Sequence[str], n: int, seed: int = 0) -> np.ndarray:
         """Chunk-0 vectors of up to n papers drawn at random (seeded: the same collection gives
@@ -303,18 +321,24 @@ class Store:
             out[start : start + len(batch)] = rows
         return out
 
-    def query(self, vector: np.ndarray, n: int, where: dict | None = None) -> list[dict]:
-        """The n nearest chunks: dicts with paper_id, similarity, document, metadata."""
-        coll = self.collection()
-        result = self._call("searching", coll.query, query_embeddings=[vector.tolist()],
-                            n_results=n, where=where,
-                            include=["metadatas", "distances", "documents"])
-        hits = []
-        for meta, dist, doc in zip(result["metadatas"][0], result["distances"][0],
-                                   result["documents"][0], strict=True):
-            hits.append({"paper_id": meta["paper_id"], "similarity": 1.0 - float(dist),
-                         "document": doc, "metadata": meta})
-        return hits
+    def query(self, vector: np.ndarray, n: int, where: dict | None = None
+              ) -> list[tuple[str, str, float]]:
+        """The n nearest chunks as (chunk id, paper id, cosine similarity), nearest first.
+        Only ids and distances come back: texts and metadata would multiply the time a search
+        takes, and only the few chunks shown are read (`documents`)."""
+        result = self._call("searching", self.collection().query,
+                            query_embeddings=[vector.tolist()], n_results=n, where=where,
+                            include=["distances"])
+        return [(chunk_id, chunk_id.rsplit("::", 1)[0], 1.0 - float(dist))
+                for chunk_id, dist in zip(result["ids"][0], result["distances"][0], strict=True)]
+
+    def documents(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """Chunk id -> chunk text."""
+        if not chunk_ids:
+            return {}
+        got = self._call("reading chunks", self.collection().get, ids=list(chunk_ids),
+                         include=["documents"])
+        return dict(zip(got["ids"], got["documents"], strict=True))
 
     # ------------------------------------------------------------ writing
 
@@ -359,15 +383,17 @@ def chunk_metadata(paper: Paper, index: int, n_chunks: int) -> dict:
     if paper.year is not None:
         meta["year"] = paper.year
     if index == 0:
-        meta["paper_text"] = paper.text
+        if n_chunks > 1:  # a paper of one chunk is its own document: don't store it twice
+            meta["paper_text"] = paper.text
         meta["extra_json"] = json.dumps(paper.extra, ensure_ascii=False)
     return meta
 
 
-def paper_from_metadata(meta: dict) -> Paper:
+def paper_from_metadata(meta: dict, document: str | None = None) -> Paper:
+    """The paper a chunk-0 record describes (`document` is that chunk's text)."""
     return Paper(
         paper_id=str(meta["paper_id"]), title=str(meta.get("title", "")),
-        text=str(meta.get("paper_text", "")), source=str(meta.get("source", "")),
+        text=str(meta.get("paper_text", document or "")), source=str(meta.get("source", "")),
         authors=str(meta.get("authors", "")), venue=str(meta.get("venue", "")),
         year=meta.get("year"), url=str(meta.get("url", "")),
         title_derived=bool(meta.get("title_derived", False)), line=int(meta.get("line", 0)),

@@ -1,6 +1,11 @@
 """A small OpenAI-compatible server for the tests, on 127.0.0.1: the real `openai` client (through
 llama-index) talks HTTP to it, streaming and not. A test sets `server.reply` to decide what
-each request gets, and reads `server.requests` to see what ragqa sent."""
+each request gets, and reads `server.requests` to see what ragqa sent.
+
+/v1/embeddings answers with vectors unless `server.embed_reply(n, body)` (n: the 1-based number
+of the embeddings request) returns a failing Reply; a Reply of status 200 means vectors after its
+`delay`. The server records each embeddings request's batch size and arrival time
+(`embed_calls`) and the most requests it was answering at once (`max_in_flight`)."""
 
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ class Reply:
     malformed: bool = False  # a 200 whose body is not JSON
     cut_after: int | None = None  # streaming: drop the connection after this many chunks
     headers: dict | None = None
+    cut_body: bool = False  # not streaming: send half of the JSON body, then close
+    error_message: str = ""  # status != 200: the error body's message (default: scripted)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -33,10 +40,23 @@ def prompt_of(body: dict) -> str:
     return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
 
 
+@dataclass
+class EmbedCall:
+    number: int  # 1-based, in arrival order
+    size: int  # texts in the request
+    started: float  # time.monotonic() on arrival
+    status: int = 200
+
+
 class LoopbackLLM:
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.reply: Callable[[dict], Reply] = lambda body: Reply("No reply scripted.")
+        self.embed_reply: Callable[[int, dict], Reply | None] = lambda n, body: None
+        self.embed_calls: list[EmbedCall] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._embed_lock = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -51,6 +71,11 @@ class LoopbackLLM:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    @property
+    def embedded_texts(self) -> int:
+        """Texts of the embeddings requests that were answered with vectors."""
+        return sum(c.size for c in self.embed_calls if c.status == 200)
 
     @property
     def prompts(self) -> list[str]:
@@ -75,6 +100,23 @@ class LoopbackLLM:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _send_scripted_failure(self, reply: Reply) -> bool:
+                """An error status or a 200 that is not JSON, as the reply asks; False: none."""
+                if reply.status != 200:
+                    message = reply.error_message or f"scripted failure {reply.status}"
+                    self._send_json(reply.status, {"error": {"message": message, "type": "test"}},
+                                    reply.headers)
+                    return True
+                if reply.malformed:
+                    data = b"this is not json"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return True
+                return False
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 if self.path.rstrip("/").endswith("/models"):
                     self._send_json(200, {"object": "list", "data": [
@@ -92,20 +134,12 @@ class LoopbackLLM:
                 reply = server.reply(body)
                 if reply.delay:
                     time.sleep(reply.delay)
-                if reply.status != 200:
-                    return self._send_json(reply.status, {"error": {
-                        "message": f"scripted failure {reply.status}", "type": "test"}},
-                        reply.headers)
-                if reply.malformed:
-                    data = b"this is not json"
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                if self._send_scripted_failure(reply):
                     return None
                 if body.get("stream"):
                     return self._stream(body, reply)
+                if reply.cut_body:
+                    return self._cut_body(body, reply)
                 return self._send_json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "loopback-model"),
@@ -113,6 +147,20 @@ class LoopbackLLM:
                                  "message": {"role": "assistant", "content": reply.text}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 })
+
+            def _cut_body(self, body: dict, reply: Reply) -> None:
+                data = json.dumps({"id": "chatcmpl-test", "object": "chat.completion",
+                                   "created": 0, "model": body.get("model", "loopback-model"),
+                                   "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                       "role": "assistant", "content": reply.text}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))  # promises all of it
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.connection.shutdown(2)  # the body breaks off halfway
+                self.close_connection = True
 
             def _stream(self, body: dict, reply: Reply) -> None:
                 self.send_response(200)
@@ -141,10 +189,28 @@ class LoopbackLLM:
             def _embeddings(self, body: dict) -> None:
                 texts = body.get("input", [])
                 texts = [texts] if isinstance(texts, str) else texts
+                with server._embed_lock:
+                    call = EmbedCall(len(server.embed_calls) + 1, len(texts), time.monotonic())
+                    server.embed_calls.append(call)
+                    server._in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server._in_flight)
+                try:
+                    reply = server.embed_reply(call.number, body) or Reply()
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                finally:
+                    # Before answering: a client that waits for this answer to send its next
+                    # request must never see the two counted as overlapping.
+                    with server._embed_lock:
+                        server._in_flight -= 1
+                call.status = reply.status
+                if self._send_scripted_failure(reply):
+                    return None
                 data = [{"object": "embedding", "index": i,
                          "embedding": [float(len(t) % 7 + 1), float(i + 1), 1.0]}
                         for i, t in enumerate(texts)]
-                self._send_json(200, {"object": "list", "data": data, "model": body.get("model"),
-                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                return self._send_json(200, {"object": "list", "data": data,
+                                             "model": body.get("model"),
+                                             "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
         return Handler

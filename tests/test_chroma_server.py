@@ -87,9 +87,12 @@ def test_ingest_and_search_through_a_chroma_server(ragqa, home, chroma_server, t
         r["paper_id"] for r in found]
 
 
-def test_server_down_is_a_clear_runtime_error(ragqa):
-    result = ragqa("search", FULL_DUPLEX, RAGQA_CHROMA_HOST="127.0.0.1",
-                   RAGQA_CHROMA_PORT=str(_free_port()))
+@pytest.mark.parametrize("command", [["search", FULL_DUPLEX], ["ingest", "--seeds", "--quiet"]],
+                         ids=["search", "ingest"])
+def test_server_down_is_a_clear_runtime_error(ragqa, command):
+    result = ragqa(*command, RAGQA_CHROMA_HOST="127.0.0.1", RAGQA_CHROMA_PORT=str(_free_port()),
+                   RAGQA_CHROMA_TOKEN="tok-secret-1234")
     assert result.exit_code == 1
     assert result.stderr.startswith("ragqa: error: Chroma server at 127.0.0.1:")
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+    assert "tok-secret-1234" not in result.output

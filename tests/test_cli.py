@@ -10,7 +10,8 @@ import pytest
 
 from ragqa.config import load_settings
 
-HEAVY = ("chromadb", "llama_index", "onnxruntime", "bm25s", "openai")
+# rich too: its import alone is half of what `ragqa --help` may take (0.3 s, issue 6).
+HEAVY = ("chromadb", "llama_index", "onnxruntime", "bm25s", "openai", "rich")
 
 
 def test_help_imports_no_heavy_library():

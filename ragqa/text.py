@@ -1,0 +1,40 @@
+"""Untrusted text (abstracts, titles, LLM answers, error messages) made inert for a terminal:
+an abstract must not be able to move the cursor or rewrite the user's screen. Kept apart from
+render.py so that what needs only this (error lines, JSON output) does not import rich."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Whole escape sequences (CSI, 7-bit or the one-character C1 form, and OSC), so that their
+# parameters ("[2J", "]52;c;...") do not stay behind as text once ESC is dropped.
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]{0,2048}(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+
+
+# What a terminal acts on that json.dumps(ensure_ascii=False) leaves raw (it escapes only
+# U+0000-U+001F): DEL, the C1 controls (U+009B is a one-character CSI), bidi overrides.
+_JSON_RAW_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(payload: Any, indent: int | None = None) -> str:
+    """JSON for stdout: every control character escaped as \\uXXXX (the same data to a parser;
+    inert in a terminal). Outside strings JSON is ASCII, so the substitution stays in them."""
+    text = json.dumps(payload, ensure_ascii=False, indent=indent, default=str)
+    return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def safe(text: str) -> str:
+    """Drop escape sequences and control characters (ESC, BEL, C1, bidi overrides); keep
+    newlines and tabs."""
+    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
+
+
+def clean_question(text: str) -> str:
+    """A question as typed, minus what a terminal or a paste may have slipped into it:
+    escape sequences, control characters, runs of whitespace (they would only add noise to
+    retrieval). Empty when nothing is left."""
+    return " ".join(safe(text).split())
