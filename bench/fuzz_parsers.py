@@ -42,9 +42,9 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from ragqa.answer import CITATION, check_citations, expand_citation
-from ragqa.corpus import CorpusError, Paper, read_sources, text_id
+from ragqa.corpus import CorpusError, Paper, read_sources, split_sentences, text_id
 from ragqa.resources import seed_files
-from ragqa.retrieve import Hit, split_sentences
+from ragqa.retrieve import Hit
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SEEDS = [path.read_bytes() for path in seed_files()]

@@ -18,6 +18,8 @@ Run it:
     /tmp/venv/bin/python bench/scifact.py                      # test split, temporary home
     /tmp/venv/bin/python bench/scifact.py --home /tmp/sf-home  # keep the index for next time
     /tmp/venv/bin/python bench/scifact.py --home /tmp/sf-home --split train --json
+    # SciFact among mlconf distractors (HOME from bench/scale_ingest.py; nothing re-embedded):
+    /tmp/venv/bin/python bench/scifact.py --home /tmp/sf-home --distractors HOME
 
 The metrics are ragqa's own (`ragqa.evaluate`, the code behind `ragqa eval`): they follow BEIR
 (pytrec_eval): graded gains (SciFact's are all 1), DCG with log2(rank + 1), the ideal DCG from
@@ -32,6 +34,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -97,6 +100,37 @@ def ragqa(args: list[str], home: Path) -> tuple[str, float]:
     return done.stdout, seconds
 
 
+def add_distractors(home: Path, source_home: Path, source_collection: str) -> int:
+    """Copy every chunk of `source_collection` in `source_home` (its vectors, texts and
+    metadata: nothing is re-embedded) into the scifact collection of `home`. Returns how many
+    papers that adds. Both must have been built by the same embedder."""
+    from ragqa.config import load_settings
+    from ragqa.embeddings import make_encoder
+    from ragqa.store import Store
+
+    def store(folder: Path, name: str) -> Store:
+        settings = load_settings({"RAGQA_HOME": str(folder), "RAGQA_ENV_FILE": "/nonexistent"})
+        return Store(settings, name, make_encoder(settings))
+
+    source, target = store(source_home, source_collection), store(home, COLLECTION)
+    have = set(target.paper_states())
+    added: set[str] = set()
+    page, offset = 2000, 0
+    while True:
+        got = source.collection().get(include=["embeddings", "documents", "metadatas"],
+                                      limit=page, offset=offset)
+        if not got["ids"]:
+            return len(added)
+        offset += len(got["ids"])
+        keep = [i for i, meta in enumerate(got["metadatas"]) if meta["paper_id"] not in have]
+        if keep:
+            target.collection().upsert(
+                ids=[got["ids"][i] for i in keep], embeddings=got["embeddings"][keep],
+                documents=[got["documents"][i] for i in keep],
+                metadatas=[got["metadatas"][i] for i in keep])
+            added.update(got["metadatas"][i]["paper_id"] for i in keep)
+
+
 def run_benchmark(data: Path, home: Path, split: str) -> dict:
     corpus = data / "corpus.jsonl.gz"
     qrels = read_qrels(data / f"qrels_{split}.tsv")
@@ -112,15 +146,7 @@ def run_benchmark(data: Path, home: Path, split: str) -> dict:
     ingest = json.loads(out)
     log(f"  {ingest['added']} added, {ingest['unchanged']} unchanged, {ingest['chunks']} chunks "
         f"in {ingest_s:.1f} s")
-
-    with tempfile.TemporaryDirectory(prefix="scifact-queries-") as tmp:
-        batch = Path(tmp) / f"queries_{split}.jsonl"
-        batch.write_text("".join(json.dumps({"_id": qid, "text": queries[qid]}) + "\n"
-                                 for qid in judged), encoding="utf-8")
-        log(f"searching {len(judged)} {split} queries (k={K_RETRIEVE}) ...")
-        out, search_s = ragqa(["search", "--batch", str(batch), "--json", "-k", str(K_RETRIEVE),
-                               "--collection", COLLECTION], home)
-    run = parse_run(out)
+    run, search_s = search_all(home, judged, queries, split)
     return {
         "dataset": "scifact", "split": split, "queries": len(judged),
         "answered": sum(1 for qid in judged if run.get(qid)),
@@ -134,6 +160,40 @@ def run_benchmark(data: Path, home: Path, split: str) -> dict:
         "search": {"seconds": round(search_s, 1),
                    "ms_per_query": round(1000 * search_s / max(len(judged), 1), 1)},
     }
+
+
+def search_all(home: Path, judged: dict, queries: dict[str, str], split: str
+               ) -> tuple[dict[str, list[str]], float]:
+    with tempfile.TemporaryDirectory(prefix="scifact-queries-") as tmp:
+        batch = Path(tmp) / f"queries_{split}.jsonl"
+        batch.write_text("".join(json.dumps({"_id": qid, "text": queries[qid]}) + "\n"
+                                 for qid in judged), encoding="utf-8")
+        log(f"searching {len(judged)} {split} queries (k={K_RETRIEVE}) ...")
+        out, search_s = ragqa(["search", "--batch", str(batch), "--json", "-k", str(K_RETRIEVE),
+                               "--collection", COLLECTION], home)
+    return parse_run(out), search_s
+
+
+def with_distractors(data: Path, home: Path, split: str, source: Path, collection: str,
+                     clean: dict) -> dict:
+    """The same queries once the papers of another collection (mlconf abstracts) share the
+    index: a copy of `home` gets them, then its BM25 snapshot is rebuilt by a no-op ingest."""
+    qrels = read_qrels(data / f"qrels_{split}.tsv")
+    queries = read_queries(data / "queries.jsonl", split)
+    judged = {qid: rel for qid, rel in qrels.items() if qid in queries}
+    with tempfile.TemporaryDirectory(prefix="scifact-distractors-") as tmp:
+        mixed = Path(tmp) / "home"
+        shutil.copytree(home, mixed)
+        log(f"copying the {collection!r} collection of {source} in as distractors ...")
+        added = add_distractors(mixed, source, collection)
+        out, _ = ragqa(["ingest", str(data / "corpus.jsonl.gz"), "--collection", COLLECTION,
+                        "--quiet", "--json"], mixed)
+        run, _ = search_all(mixed, judged, queries, split)
+    metrics = {name: round(value, 4)
+               for name, value in mean_metrics(run, judged, (K_RETRIEVE,)).items()}
+    return {"distractor_papers": added, "papers_total": json.loads(out)["papers_total"],
+            "metrics": metrics,
+            "ndcg@10_drop": round(clean["metrics"]["ndcg@10"] - metrics["ndcg@10"], 4)}
 
 
 # ---------------------------------------------------------------- output
@@ -167,18 +227,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="RAGQA_HOME to ingest into and keep (default: a temporary one)")
     parser.add_argument("--split", choices=("test", "train"), default="test")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    parser.add_argument("--distractors", type=Path, default=None, metavar="HOME",
+                        help="also measure with the papers of HOME's --distractor-collection "
+                        "(default 'scale', see bench/scale_ingest.py) in the same index")
+    parser.add_argument("--distractor-collection", default="scale")
     args = parser.parse_args(argv)
 
     data = args.data or DEFAULT_DATA / "scifact"
     if not (data / "corpus.jsonl.gz").is_file():
         print(f"SciFact data not found at {data}: skipping")
         return 0
-    if args.home is not None:
-        args.home.mkdir(parents=True, exist_ok=True)
-        result = run_benchmark(data, args.home.resolve(), args.split)
-    else:
-        with tempfile.TemporaryDirectory(prefix="ragqa-scifact-") as tmp:
-            result = run_benchmark(data, Path(tmp), args.split)
+    with tempfile.TemporaryDirectory(prefix="ragqa-scifact-") as tmp:
+        home = args.home.resolve() if args.home else Path(tmp)
+        home.mkdir(parents=True, exist_ok=True)
+        result = run_benchmark(data, home, args.split)
+        if args.distractors:
+            result["with_distractors"] = with_distractors(
+                data, home, args.split, args.distractors.resolve(), args.distractor_collection,
+                result)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

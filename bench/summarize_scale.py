@@ -26,6 +26,8 @@ def main() -> int:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--collection", default="mlconf",
+                        help="e.g. 'scale', filled by bench/scale_ingest.py (with --skip-ingest)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--skip-ingest", action="store_true",
                         help="summarize what the collection holds now (e.g. a partial ingest)")
@@ -39,11 +41,12 @@ def main() -> int:
     ingest_wall, ingest_rss = 0.0, 0
     if not args.skip_ingest:
         ingest_wall, ingest_rss, out = run_ragqa(
-            ["ingest", str(corpus), "--collection", "mlconf", "--quiet", "--json"], env)
+            ["ingest", str(corpus), "--collection", args.collection, "--quiet", "--json"], env)
         ingest = json.loads(out)
     runs = []
     for _ in range(args.repeats):
-        wall, rss, out = run_ragqa(["summarize", "--all", "--collection", "mlconf", "--json"], env)
+        wall, rss, out = run_ragqa(
+            ["summarize", "--all", "--collection", args.collection, "--json"], env)
         summary = json.loads(out)
         runs.append({"wall_s": round(wall, 2), "peak_rss_mb": rss,
                      "themes": len(summary["themes"]),

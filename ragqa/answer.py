@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa import lexical
+from ragqa.corpus import split_sentences
 from ragqa.resources import bundled_dir
-from ragqa.retrieve import Filters, Hit, is_list_question, split_sentences, topic_of
+from ragqa.retrieve import Filters, Hit, is_list_question, topic_of
 
 if TYPE_CHECKING:
     from ragqa.config import Settings

@@ -119,10 +119,20 @@ def _settings(collection: str | None) -> tuple[Settings, str]:
 
 
 def _open_store(settings: Settings, name: str) -> Store:
+    from concurrent.futures import ThreadPoolExecutor
+
     from ragqa.embeddings import make_encoder
+
+    # Loading the model (~0.5 s, mostly in onnxruntime's C++) and importing chromadb (~1 s)
+    # overlap when done side by side: a cold `ragqa search` starts 0.4 s sooner.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        loading = pool.submit(make_encoder, settings)
+        import chromadb  # noqa: F401 - the slow import, meanwhile
+
+        encoder = loading.result()
     from ragqa.store import Store
 
-    return Store(settings, name, make_encoder(settings))
+    return Store(settings, name, encoder)
 
 
 def _open_for_query(settings: Settings, name: str, quiet: bool = False) -> Retriever:

@@ -47,6 +47,21 @@ def describe_failure(exc: BaseException, settings: Settings) -> str:
     return message.replace(key, "***") if key else message
 
 
+def _client_retries(base: type) -> type:
+    """A llama-index OpenAI class whose openai client retries `_client_retries` times while
+    llama-index itself does not retry (its max_retries, 0, also went to the client)."""
+    from pydantic import PrivateAttr
+
+    class OneRetryLayer(base):  # type: ignore[misc, valid-type]
+        _client_retries: int = PrivateAttr(default=0)
+
+        def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
+            return {**super()._get_credential_kwargs(is_async),
+                    "max_retries": self._client_retries}
+
+    return OneRetryLayer
+
+
 class ChatLLM:
     """Completions from the configured endpoint, streamed or whole."""
 
@@ -56,19 +71,26 @@ class ChatLLM:
         self._llm = self._build()
 
     def _build(self) -> Any:
+        # max_retries=0 turns off llama-index's own retry layer; the openai client under it
+        # retries (RAGQA_LLM_RETRIES times, honouring Retry-After). Both layers at once would
+        # multiply the attempts: 3 x 3 requests, minutes of silence, for RAGQA_LLM_RETRIES=2.
         common: dict[str, Any] = {
             "model": self.settings.llm_model, "timeout": self.settings.llm_timeout,
-            "max_retries": self.settings.llm_retries, "temperature": 0.0,
+            "max_retries": 0, "temperature": 0.0,
             "api_key": self.settings.openai_api_key.reveal() or "not-needed",
         }
         if self.settings.openai_base_url:
             from llama_index.llms.openai_like import OpenAILike
 
-            return OpenAILike(api_base=self.settings.openai_base_url, is_chat_model=True,
-                              context_window=32768, **common)
-        from llama_index.llms.openai import OpenAI
+            llm = _client_retries(OpenAILike)(
+                api_base=self.settings.openai_base_url, is_chat_model=True,
+                context_window=32768, **common)
+        else:
+            from llama_index.llms.openai import OpenAI
 
-        return OpenAI(**common)
+            llm = _client_retries(OpenAI)(**common)
+        llm._client_retries = self.settings.llm_retries
+        return llm
 
     @property
     def description(self) -> str:

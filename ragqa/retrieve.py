@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa import lexical
-from ragqa.corpus import Paper
+from ragqa.corpus import Paper, split_sentences
 from ragqa.store import Store, local_dir
 
 if TYPE_CHECKING:
@@ -72,7 +72,6 @@ _CLAIM_LIKE = re.compile(
     r"reduces?|leads?|improves?|predicts?|uses?|shows?|achieves?)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[$*τ])")
 
 
 @dataclass
@@ -134,10 +133,6 @@ def topic_of(question: str) -> str:
     papers" question says nothing about the topic and dilutes its embedding."""
     topic = _QUESTION_FRAME.sub("", question, count=1).strip().rstrip("?.! ")
     return topic if len(topic) >= 3 else question.strip()
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
 
 
 class Retriever:

@@ -345,8 +345,16 @@ class Store:
     def upsert(self, ids: list[str], vectors: np.ndarray, documents: list[str],
                metadatas: list[dict]) -> None:
         coll = self.collection(create=True)
-        self._call("writing chunks", coll.upsert, ids=ids, embeddings=vectors,
-                   documents=documents, metadatas=metadatas)
+        limit = self._call("writing chunks", self._client.get_max_batch_size)
+        # Chroma takes at most `limit` records a call. Chunk 0, which says how many chunks its
+        # paper has, goes in the last call: a paper cut short by a kill between calls then
+        # lacks it, and the next ingest sees the paper as half-written and redoes it.
+        order = sorted(range(len(ids)), key=lambda i: ids[i].endswith("::0"))
+        for start in range(0, len(order), limit):
+            part = order[start : start + limit]
+            self._call("writing chunks", coll.upsert, ids=[ids[i] for i in part],
+                       embeddings=vectors[part], documents=[documents[i] for i in part],
+                       metadatas=[metadatas[i] for i in part])
 
     def delete_papers(self, paper_ids: Sequence[str]) -> None:
         coll = self.collection()
