@@ -8,12 +8,11 @@ one process and on the same machine state:
   ours  `ragqa.ingest.ingest_paths` of the same records (written to a temporary JSONL) into a
         fresh temporary RAGQA_HOME: parse, diff, chunk, embed, upsert into Chroma, BM25 rebuild.
 
-Both models are loaded once, before any timing, and warmed up; llama-index, which ingest imports
-on first use, is imported up front too; these one-time costs are reported apart. Each (raw, ours)
-pair is repeated `--repeats` times (default 3) in alternating order; the medians give papers/s
-and the ratio ours/raw (target >= 0.9). A breakdown of where ingest time goes (chunking,
-embedding, Chroma upsert, the final rescan and BM25 rebuild, the rest) and the tokens each side
-feeds the model come with it.
+Both models are loaded once, before any timing, and warmed up; the loads are reported apart.
+Each (raw, ours) pair is repeated `--repeats` times (default 3) in alternating order; the
+medians give papers/s and the ratio ours/raw (target >= 0.9). A breakdown of where ingest time
+goes (chunking, embedding, Chroma upsert, the final rescan and BM25 rebuild, the rest) and the
+tokens each side feeds the model come with it.
 
 The figures are only as good as the machine is quiet: run it with nothing else busy.
 
@@ -21,6 +20,9 @@ Run it:
 
     /tmp/venv/bin/python bench/ingest_throughput.py
     /tmp/venv/bin/python bench/ingest_throughput.py --n 500 --repeats 5 --json
+
+`--batch-sizes 1,8,32` instead times the raw embedder alone at each batch size (texts per
+onnxruntime run), alternating, `--repeats` times: why ragqa embeds one text per run by default.
 
 RAGQA_* settings in the environment are ignored: settings come from `load_settings` with only
 RAGQA_HOME set, so that the figures describe the defaults.
@@ -73,7 +75,7 @@ def raw_input(record: dict[str, Any]) -> str:
 
 class TimedEncoder:
     """Wraps an Encoder, adding up the time spent in embed() and count_tokens() (the latter is
-    what the sentence splitter calls to size chunks) and keeping the texts embedded."""
+    what the chunker calls to size chunks) and keeping the texts embedded."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -217,11 +219,6 @@ def run_benchmark(data: Path, n: int, repeats: int) -> dict[str, Any]:
         ours = TimedEncoder(make_encoder(load_settings({"RAGQA_HOME": home,
                                                         "RAGQA_ENV_FILE": "/nonexistent"})))
     ours_load_s = time.perf_counter() - loaded
-    # ingest imports llama-index (for its SentenceSplitter) on first use: a one-time cost per
-    # process, like the model load, so it is paid here and reported apart.
-    loaded = time.perf_counter()
-    import llama_index.core.node_parser  # noqa: F401
-    import_s = time.perf_counter() - loaded
     raw.embed(texts[:64])  # warm-up: first ONNX runs allocate
     ours.embed(texts[:64])
 
@@ -269,8 +266,28 @@ def run_benchmark(data: Path, n: int, repeats: int) -> dict[str, Any]:
         "pair_ratios": [round(r / o["seconds"], 3) for r, o in zip(raw_s, our_runs, strict=True)],
         "target": TARGET_RATIO,
         "model_load_s": {"raw": round(raw_load_s, 2), "ours": round(ours_load_s, 2)},
-        "llama_index_import_s": round(import_s, 2),
     }
+
+
+def compare_batch_sizes(data: Path, n: int, repeats: int, sizes: list[int]) -> dict[str, Any]:
+    from ragqa.embeddings import LocalMiniLM
+
+    texts = [raw_input(r) for r in read_records(data, n)]
+    embedder = LocalMiniLM()
+    embedder.embed(texts[:64])
+    seconds: dict[int, list[float]] = {size: [] for size in sizes}
+    for i in range(repeats):
+        for size in sizes if i % 2 == 0 else sizes[::-1]:
+            embedder.batch_size = size
+            seconds[size].append(time_raw(embedder, texts))
+            log(f"  repeat {i + 1}: batch {size:>3} {seconds[size][-1]:6.1f} s")
+    medians = {size: statistics.median(runs) for size, runs in seconds.items()}
+    fastest = min(medians.values())
+    return {"papers": len(texts), "repeats": repeats,
+            "batch_sizes": {str(size): {"seconds": [round(s, 2) for s in seconds[size]],
+                                        "papers_per_s": round(len(texts) / medians[size], 2),
+                                        "time_vs_fastest": round(medians[size] / fastest, 3)}
+                            for size in sizes}}
 
 
 # ---------------------------------------------------------------- output
@@ -299,8 +316,7 @@ def print_table(result: dict[str, Any]) -> None:
     for name, seconds in ours["breakdown_s"].items():
         print(f"    {name:<16}{seconds:>8.2f}  {100 * seconds / total:5.1f} %")
     print(f"  not counted: Store() open {ours['store_open_s']:.2f} s, model load "
-          f"{result['model_load_s']['ours']:.2f} s, llama-index import "
-          f"{result['llama_index_import_s']:.2f} s (once per process)")
+          f"{result['model_load_s']['ours']:.2f} s (once per process)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -309,20 +325,37 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="mlconf corpus.jsonl.gz (default: ../shared/data/mlconf/...)")
     parser.add_argument("--n", type=int, default=1000, help="abstracts to ingest (default 1000)")
     parser.add_argument("--repeats", type=int, default=3, help="(raw, ours) pairs (default 3)")
+    parser.add_argument("--batch-sizes", default="", metavar="1,8,32",
+                        help="instead: time the raw embedder at each of these batch sizes")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args(argv)
     if args.n < 1 or args.repeats < 1:
         parser.error("--n and --repeats must be at least 1")
+    try:
+        sizes = [int(size) for size in args.batch_sizes.split(",") if size.strip()]
+    except ValueError:
+        parser.error("--batch-sizes takes whole numbers separated by commas")
+    if any(size < 1 for size in sizes):
+        parser.error("--batch-sizes must be at least 1")
 
     data = args.data or DEFAULT_DATA / "mlconf" / "corpus.jsonl.gz"
     if not data.is_file():
         print(f"mlconf data not found at {data}: skipping")
         return 0
-    result = run_benchmark(data, args.n, args.repeats)
-    if args.json:
-        print(json.dumps(result, indent=2))
+    if sizes:
+        result = compare_batch_sizes(data, args.n, args.repeats, sizes)
+        if not args.json:
+            print(f"Raw embedder, {result['papers']} abstracts, median of {args.repeats}:")
+            for size, row in result["batch_sizes"].items():
+                print(f"  batch {size:>4}: {row['papers_per_s']:6.2f} papers/s, "
+                      f"time {row['time_vs_fastest']:.2f} x the fastest")
+            return 0
     else:
-        print_table(result)
+        result = run_benchmark(data, args.n, args.repeats)
+        if not args.json:
+            print_table(result)
+            return 0
+    print(json.dumps(result, indent=2))
     return 0
 
 

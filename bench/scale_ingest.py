@@ -1,15 +1,17 @@
 """Ingest at scale: the 32,749 mlconf abstracts, then SciFact's 5,183, into one collection.
 
-    python bench/scale_ingest.py --home DIR [--data ../shared/data] [--json]
+    python bench/scale_ingest.py --home DIR [--server] [--data ../shared/data] [--json]
     python bench/scale_ingest.py --server-sample 2000 [--repeats 2]
 
 The first form ingests, as a user would (`ragqa ingest FILE --collection scale`), mlconf and
 then SciFact into the `scale` collection of RAGQA_HOME=DIR, each in a fresh process, and reports
 for each step and in all: wall time, papers/s, chunks, the child's peak RSS, and the size of
 the index on disk (Chroma + the BM25 snapshot). DIR is kept: `bench/query_latency.py`,
-`bench/summarize_scale.py --skip-ingest --collection scale` and `bench/scifact.py --home DIR
---collection scale` (SciFact among 32,749 distractors) read it. Ingest is incremental, so a
-second run over the same DIR embeds nothing and says so. Budget 40-70 minutes on 2 cores.
+`bench/summarize_scale.py --skip-ingest --collection scale` and `bench/scifact.py --home SF
+--distractors DIR` (SciFact among the 32,749 mlconf abstracts) read it. Ingest is incremental,
+so a second run over the same DIR embeds nothing and says so. Budget 40-60 minutes on 2 cores.
+With `--server`, the same ingest goes into a Chroma server (`chroma run` on 127.0.0.1, started
+here, its data in DIR/chroma-server); compare its papers/s with an embedded run's.
 
 The second form compares the embedded store with a Chroma server (`chroma run` on 127.0.0.1,
 started here): the first N mlconf abstracts ingested into each, alternating, `--repeats`
@@ -34,7 +36,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from measured import disk_mb, run_ragqa
@@ -53,16 +55,25 @@ def ingest_step(name: str, corpus: Path, env: dict[str, str], collection: str) -
             "papers_per_s": round(report["added"] / wall, 2) if report["added"] else None}
 
 
-def scale_run(data: Path, home: Path) -> dict:
+def scale_run(data: Path, home: Path, server: bool) -> dict:
     env = {**os.environ, "RAGQA_HOME": str(home), "RAGQA_LLM": "none"}
-    steps = [ingest_step("mlconf", data / "mlconf" / "corpus.jsonl.gz", env, COLLECTION),
-             ingest_step("scifact", data / "scifact" / "corpus.jsonl.gz", env, COLLECTION)]
-    return {"home": str(home), "collection": COLLECTION, "steps": steps,
-            "wall_s": round(sum(s["wall_s"] for s in steps), 1),
+    chroma_data = home / ("chroma-server" if server else "chroma")
+    server_rss: dict[str, int] = {}
+    with chroma_server(chroma_data, server_rss) if server else nullcontext(0) as port:
+        if server:
+            env |= {"RAGQA_CHROMA_HOST": "127.0.0.1", "RAGQA_CHROMA_PORT": str(port)}
+        steps = [ingest_step("mlconf", data / "mlconf" / "corpus.jsonl.gz", env, COLLECTION),
+                 ingest_step("scifact", data / "scifact" / "corpus.jsonl.gz", env, COLLECTION)]
+    added = sum(s["added"] for s in steps)
+    wall = sum(s["wall_s"] for s in steps)
+    return {"home": str(home), "collection": COLLECTION,
+            "store": "chroma run on 127.0.0.1" if server else "embedded", "steps": steps,
+            "wall_s": round(wall, 1), "papers_per_s": round(added / wall, 2) if added else None,
             "peak_rss_mb": max(s["peak_rss_mb"] for s in steps),
+            "server_peak_rss_mb": server_rss.get("server"),
             "papers_total": steps[-1]["papers_total"],
             "chunks": sum(s["chunks"] for s in steps),
-            "disk_mb": {"chroma": disk_mb(home / "chroma"),
+            "disk_mb": {"chroma": disk_mb(chroma_data),
                         "bm25_snapshot": disk_mb(home / "indexes")}}
 
 
@@ -75,8 +86,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def chroma_server(path: Path) -> Iterator[int]:
-    """`chroma run` on 127.0.0.1 with its data in `path`; yields the port."""
+def chroma_server(path: Path, peak_rss: dict[str, int] | None = None) -> Iterator[int]:
+    """`chroma run` on 127.0.0.1 with its data in `path`; yields the port. The server's peak
+    RSS in MB goes to `peak_rss["server"]` when it stops."""
     beside_python = Path(sys.executable).parent / "chroma"
     command = str(beside_python) if beside_python.exists() else shutil.which("chroma")
     if not command:
@@ -97,8 +109,17 @@ def chroma_server(path: Path) -> Iterator[int]:
                 time.sleep(0.3)
         yield port
     finally:
+        if peak_rss is not None:
+            peak_rss["server"] = _peak_rss_mb(process.pid)
         process.terminate()
         process.wait(timeout=30)
+
+
+def _peak_rss_mb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return 0
 
 
 def first_records(corpus: Path, n: int, out: Path) -> None:
@@ -135,6 +156,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, help="RAGQA_HOME to fill (kept)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--server", action="store_true",
+                        help="with --home: ingest into a Chroma server, not the embedded store")
     parser.add_argument("--server-sample", type=int, default=0, metavar="N",
                         help="instead: compare a Chroma server with the embedded store on N")
     parser.add_argument("--repeats", type=int, default=2)
@@ -146,7 +169,7 @@ def main() -> int:
     if args.server_sample:
         report = server_comparison(args.data, args.server_sample, args.repeats)
     elif args.home:
-        report = scale_run(args.data, args.home)
+        report = scale_run(args.data, args.home, args.server)
     else:
         parser.error("give --home DIR (the scale ingest) or --server-sample N")
     print(json.dumps(report, indent=None if args.json else 2, ensure_ascii=False))

@@ -272,6 +272,10 @@ class Answer:
         }
 
 
+CUT_SHORT = ("The model stopped at its output limit: the answer may end mid-sentence or leave "
+             "papers out.")
+
+
 def no_paper_answer(topic: str, total: int) -> str:
     return f"None of the {total} papers in this collection addresses “{topic}”."
 
@@ -365,6 +369,8 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
             draft = llm.complete(prompt)
         checked = check_citations(draft, hits)
         score_support(checked, {h.paper.paper_id: h for h in hits}, retriever.store.encoder)
+        if llm.last_finish_reason == "length":
+            notice = " ".join(filter(None, [notice, CUT_SHORT]))
     return Answer(question, "llm" if llm else "extractive", checked.text, checked.citations,
                   checked.unsupported, checked.dropped, hits, total, query, language, notice,
                   llm.description if llm else "")

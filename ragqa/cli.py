@@ -607,6 +607,7 @@ def eval_(
 
 def paper_json(paper: Paper) -> dict:
     record = asdict(paper)
+    del record["source_path"]  # a path of the ingesting machine; `source` names the file
     record["code_urls"] = paper.code_urls
     return record
 

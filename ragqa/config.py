@@ -58,7 +58,7 @@ class Settings:
     embed_model: str = "text-embedding-3-small"
     embed_base_url: str = ""
     embed_api_key: Secret = field(default_factory=lambda: Secret(""))
-    embed_batch_size: int = 32
+    embed_batch_size: int = 0  # 0: the provider's own default (embeddings.make_encoder)
     embed_concurrency: int = 4
     embed_threads: int = 0
     # Store
@@ -185,7 +185,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         embed_model=env.get("RAGQA_EMBED_MODEL", "").strip() or "text-embedding-3-small",
         embed_base_url=env.get("RAGQA_EMBED_BASE_URL", "").strip() or openai_url,
         embed_api_key=Secret(env.get("RAGQA_EMBED_API_KEY", "").strip() or openai_key),
-        embed_batch_size=_int(env, "RAGQA_EMBED_BATCH_SIZE", 32, minimum=1),
+        embed_batch_size=_int(env, "RAGQA_EMBED_BATCH_SIZE", 0, minimum=1),
         embed_concurrency=_int(env, "RAGQA_EMBED_CONCURRENCY", 4, minimum=1),
         embed_threads=_int(env, "RAGQA_EMBED_THREADS", 0),
         chroma_host=env.get("RAGQA_CHROMA_HOST", "").strip(),

@@ -18,7 +18,7 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -52,6 +52,9 @@ class Paper:
     title_derived: bool = False
     line: int = 0  # where the record starts in its file, for messages
     extra: dict[str, MetaValue] = field(default_factory=dict)
+    # The file's resolved path: which file a paper came from, where `source` only names it
+    # (two folders may each hold a "corpus.jsonl.gz"). Internal: not in the JSON output.
+    source_path: str = ""
 
     @functools.cached_property  # asked once per chunk: recomputed, a 10 MB paper was quadratic
     def content_hash(self) -> str:
@@ -460,6 +463,7 @@ def read_sources(paths: Iterable[Path], skip_bad: bool = False) -> ReadReport:
     first_seen: dict[str, str] = {}
     for path in expand_sources(paths):
         items = _reader_for(path)(path, _read_text(path))
+        resolved = str(path.resolve())
         for item in items:
             if isinstance(item, Paper) and item.paper_id in first_seen:
                 item = CorpusError(
@@ -472,7 +476,7 @@ def read_sources(paths: Iterable[Path], skip_bad: bool = False) -> ReadReport:
                 skipped.append(item)
                 continue
             first_seen[item.paper_id] = item.source
-            papers.append(item)
+            papers.append(replace(item, source_path=resolved))
     if not papers and not skipped:
         raise CorpusError(", ".join(str(p) for p in paths), None, "no abstracts found")
     return ReadReport(papers=papers, skipped=skipped)

@@ -40,7 +40,9 @@ class LockTimeout(RuntimeError):
 class Plan:
     to_embed: list[Paper] = field(default_factory=list)
     to_delete: list[str] = field(default_factory=list)  # replaced, pruned or half-written
-    moved: dict[str, tuple[str, int]] = field(default_factory=dict)  # id -> (source, line)
+    # id -> (source, line, source_path): papers whose text is unchanged but whose place is not
+    moved: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+    places_changed: int = 0  # of those, the ones whose (source, line) changed: "moved"
     unchanged: int = 0
     not_in_sources: int = 0  # papers of these files the files no longer hold (kept w/o --prune)
 
@@ -80,6 +82,28 @@ def _source_file(source: str) -> str:
     return source.rpartition("#")[0] or source
 
 
+class _Files:
+    """The files being ingested, and whether a stored paper came from one of them.
+
+    A file is its resolved path: two folders may each hold a `corpus.jsonl.gz`, and ingesting
+    one must not touch the other's papers. Papers stored before ragqa recorded paths are matched
+    by file name, as then."""
+
+    def __init__(self, papers: Sequence[Paper]) -> None:
+        self.paths = {p.source_path for p in papers if p.source_path}
+        self.names = {_source_file(p.source) for p in papers}
+
+    def holds(self, state: PaperState) -> bool:
+        if state.source_path:
+            return state.source_path in self.paths
+        return _source_file(state.source) in self.names
+
+
+def _slot(source_path: str, source: str) -> tuple[str, str]:
+    """A paper's position in its file; file name and position when the path is not known."""
+    return (source_path, source) if source_path else ("", source)
+
+
 def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: bool) -> Plan:
     plan = Plan()
     incoming = {p.paper_id: p for p in papers}
@@ -90,21 +114,29 @@ def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: 
         elif not state.complete or state.content_hash != paper.content_hash:
             plan.to_delete.append(paper.paper_id)
             plan.to_embed.append(paper)
-        elif (state.source, state.line) != (paper.source, paper.line):
-            plan.moved[paper.paper_id] = (paper.source, paper.line)
+        elif (state.source, state.line, state.source_path) != \
+                (paper.source, paper.line, paper.source_path or state.source_path):
+            plan.moved[paper.paper_id] = (paper.source, paper.line,
+                                          paper.source_path or state.source_path)
+            if (state.source, state.line) != (paper.source, paper.line):
+                plan.places_changed += 1
+            else:  # the same place of a file whose path is now known, or whose folder moved
+                plan.unchanged += 1
         else:
             plan.unchanged += 1
-    files = {_source_file(p.source) for p in papers}
+    files = _Files(papers)
     # Slots taken by papers that are new to the index: an edited abstract's new version.
-    taken_slots = {p.source for p in papers if p.paper_id not in states}
+    new = [p for p in papers if p.paper_id not in states]
+    taken_slots = {_slot(p.source_path, p.source) for p in new} | {_slot("", p.source)
+                                                                   for p in new}
     for pid, state in states.items():
         if pid in incoming:
             continue
         if not state.complete:
             plan.to_delete.append(pid)  # half-written by a killed run, and not coming back
-        elif _source_file(state.source) in files:
+        elif files.holds(state):
             # An abstract edited in place gets a new id and takes its predecessor's slot.
-            if prune or state.source in taken_slots:
+            if prune or _slot(state.source_path, state.source) in taken_slots:
                 plan.to_delete.append(pid)
             else:
                 plan.not_in_sources += 1
@@ -295,7 +327,7 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     report.updated = len(embedded & replaced)
     report.added = len(embedded) - report.updated
     report.deleted = len(replaced - embedded)
-    report.moved, report.unchanged = len(plan.moved), plan.unchanged
+    report.moved, report.unchanged = plan.places_changed, plan.unchanged
     report.not_in_sources = plan.not_in_sources
     changed = plan.to_delete or plan.moved or plan.to_embed
     final_states = (store.paper_states() if store.exists() else {}) if changed else states

@@ -69,6 +69,8 @@ class ChatLLM:
         self.settings = settings
         self.model = settings.llm_model
         self._llm = self._build()
+        # "length" when the last reply stopped at the model's output limit: a cut answer
+        self.last_finish_reason: str | None = None
 
     def _build(self) -> Any:
         # max_retries=0 turns off llama-index's own retry layer; the openai client under it
@@ -105,6 +107,7 @@ class ChatLLM:
         try:
             response = self._llm.chat(self._messages(prompt))
             text = response.message.content
+            self.last_finish_reason = _finish_reason(response)
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
             raise LLMError(describe_failure(exc, self.settings)) from None
         if not isinstance(text, str):
@@ -115,9 +118,12 @@ class ChatLLM:
         """Text deltas as they arrive. A stream that breaks off raises LLMError: the caller
         must not present what arrived as a complete answer."""
         finished = False
+        self.last_finish_reason = None
         try:
             for chunk in self._llm.stream_chat(self._messages(prompt)):
-                finished = finished or _finish_reason(chunk) is not None
+                reason = _finish_reason(chunk)
+                if reason is not None:
+                    finished, self.last_finish_reason = True, reason
                 if chunk.delta:
                     yield chunk.delta
         except Exception as exc:  # noqa: BLE001
@@ -130,6 +136,8 @@ class ChatLLM:
 class LocalGGUF:
     """A GGUF model run in-process by llama-cpp-python (`pip install '.[local]'`), no server.
     Optional and not part of CI: llama-cpp-python compiles from source for about ten minutes."""
+
+    last_finish_reason: str | None = None
 
     def __init__(self, settings: Settings) -> None:
         try:
@@ -153,10 +161,13 @@ class LocalGGUF:
 
     def stream(self, prompt: str) -> Iterator[str]:
         messages = [{"role": "user", "content": prompt}]
+        self.last_finish_reason = None
         try:
             for chunk in self._llm.create_chat_completion(messages=messages, stream=True,
                                                           temperature=0.0):
-                delta = chunk["choices"][0].get("delta", {}).get("content")
+                choice = chunk["choices"][0]
+                self.last_finish_reason = choice.get("finish_reason") or self.last_finish_reason
+                delta = choice.get("delta", {}).get("content")
                 if delta:
                     yield delta
         except Exception as exc:  # noqa: BLE001

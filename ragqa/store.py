@@ -63,6 +63,7 @@ class PaperState:
     n_chunks: int = 0
     source: str = ""
     line: int = 0
+    source_path: str = ""  # "" in collections written before ragqa recorded it
     chunk_hashes: set[str] = field(default_factory=set)
     chunks_seen: int = 0
 
@@ -289,6 +290,7 @@ class Store:
                     state.n_chunks = int(meta["n_chunks"])
                     state.source = str(meta["source"])
                     state.line = int(meta.get("line", 0))
+                    state.source_path = str(meta.get("source_path", ""))
         return states
 
     def iter_papers(self, check: bool = True) -> Iterator[Paper]:
@@ -362,15 +364,16 @@ class Store:
             batch = list(paper_ids[start : start + 500])
             self._call("deleting papers", coll.delete, where={"paper_id": {"$in": batch}})
 
-    def update_places(self, moves: dict[str, tuple[str, int]]) -> None:
-        """Papers whose text is unchanged but whose place in the source (source, line) moved:
+    def update_places(self, moves: dict[str, tuple[str, int, str]]) -> None:
+        """Papers whose text is unchanged but whose place (source, line, source_path) moved:
         their chunks' metadata is rewritten, their vectors kept."""
         coll = self.collection()
         ids = sorted(moves)
         for start in range(0, len(ids), 500):
             got = self._call("reading chunks", coll.get, include=["metadatas"],
                              where={"paper_id": {"$in": ids[start : start + 500]}})
-            metas = [{**m, "source": moves[m["paper_id"]][0], "line": moves[m["paper_id"]][1]}
+            metas = [{**m, **dict(zip(("source", "line", "source_path"), moves[m["paper_id"]],
+                                          strict=True))}
                      for m in got["metadatas"]]
             self._call("updating places", coll.update, ids=got["ids"], metadatas=metas)
 
@@ -387,6 +390,7 @@ def chunk_metadata(paper: Paper, index: int, n_chunks: int) -> dict:
         "venue": paper.venue, "venue_key": paper.venue.lower(), "authors": paper.authors,
         "url": paper.url, "content_hash": paper.content_hash, "chunk_index": index,
         "n_chunks": n_chunks, "title_derived": paper.title_derived, "line": paper.line,
+        "source_path": paper.source_path,
     }
     if paper.year is not None:
         meta["year"] = paper.year
@@ -406,4 +410,5 @@ def paper_from_metadata(meta: dict, document: str | None = None) -> Paper:
         year=meta.get("year"), url=str(meta.get("url", "")),
         title_derived=bool(meta.get("title_derived", False)), line=int(meta.get("line", 0)),
         extra=json.loads(meta.get("extra_json") or "{}"),
+        source_path=str(meta.get("source_path", "")),
     )

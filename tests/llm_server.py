@@ -27,6 +27,7 @@ class Reply:
     headers: dict | None = None
     cut_body: bool = False  # not streaming: send half of the JSON body, then close
     error_message: str = ""  # status != 200: the error body's message (default: scripted)
+    finish_reason: str = "stop"  # "length": the reply stopped at the model's output limit
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -143,7 +144,7 @@ class LoopbackLLM:
                 return self._send_json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "loopback-model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": reply.finish_reason,
                                  "message": {"role": "assistant", "content": reply.text}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 })
@@ -181,7 +182,8 @@ class LoopbackLLM:
                     self.wfile.flush()
                 done = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                         "model": body.get("model", "loopback-model"),
-                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                        "choices": [{"index": 0, "delta": {},
+                                     "finish_reason": reply.finish_reason}]}
                 self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
                 self.wfile.flush()
                 self.close_connection = True

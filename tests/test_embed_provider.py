@@ -90,6 +90,13 @@ def test_ingest_batches_and_bounds_concurrency(ragqa, llm_server, tmp_path, conc
     assert auth == {f"Bearer {KEY}"}
 
 
+
+def test_requests_carry_32_texts_by_default(ragqa, llm_server, tmp_path):
+    """The local embedder's default (one text per run) must not leak into requests."""
+    result = _ingest(ragqa, _corpus(tmp_path / "papers.jsonl", 70), llm_server)
+    assert result.exit_code == 0, result.output
+    assert sorted(c.size for c in llm_server.embed_calls) == [6, 32, 32]
+
 def test_vectors_keep_input_order_when_batches_finish_out_of_order(llm_server):
     rng = random.Random(3)
     llm_server.embed_reply = lambda n, body: Reply(delay=rng.uniform(0, 0.08))

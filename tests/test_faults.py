@@ -220,6 +220,21 @@ def test_stream_cut_midway_through_the_cli_leaves_no_answer_on_screen(seeded, ll
     assert result.stdout == "" or result.stdout.endswith("\x1b[2K"), repr(result.stdout[-80:])
 
 
+@pytest.mark.server
+@pytest.mark.parametrize(("env", "args"), MODES)
+@pytest.mark.parametrize("reason", ["length", "stop"])
+def test_an_answer_cut_at_the_output_limit_says_so(seeded, llm_server, env, args, reason):
+    llm_server.reply = lambda body: Reply("Moshi-RAG does full-duplex speech [1] and",
+                                          finish_reason=reason)
+    result = _run(seeded, "ask", FULL_DUPLEX, *args, **_llm(llm_server, **env))
+    assert result.exit_code == 0, result.output
+    assert "Moshi-RAG does full-duplex speech" in result.stdout
+    assert ("output limit" in result.stdout) is (reason == "length")
+    as_json = _run(seeded, "ask", FULL_DUPLEX, "--json", **_llm(llm_server))
+    notice = json.loads(as_json.stdout)["notice"]
+    assert ("output limit" in notice) is (reason == "length"), notice
+
+
 # ================================================================ case 6: input files
 
 _LATIN1 = "Schrödinger café".encode("latin-1")

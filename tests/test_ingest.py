@@ -119,6 +119,51 @@ def test_moved_abstract_keeps_its_vectors_and_gets_its_new_source(ragqa, home, s
     assert shown["source"] == "000_5a03819fc22e34a3.txt#1" and shown["title"] == "AudioChat"
 
 
+def _abstracts(path: Path, first: int, n: int) -> Path:
+    """n JSONL abstracts without ids (their ids hash the text), numbered from `first`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"title": f"Paper {i}", "abstract": f"Abstract {i} on "
+                                        "spectral graph methods for molecules."}) + "\n"
+                            for i in range(first, first + n)), encoding="utf-8")
+    return path
+
+
+def test_files_of_the_same_name_in_two_folders_both_stay(ragqa, home, tmp_path):
+    """Each conference's corpus.jsonl: ingesting the second must not take the first's papers
+    for earlier versions of its own (same file name, same positions)."""
+    one = _abstracts(tmp_path / "icml" / "corpus.jsonl", 0, 4)
+    two = _abstracts(tmp_path / "iclr" / "corpus.jsonl", 100, 3)
+    first = {p.paper_id for p in read_sources([one]).papers}
+    second = {p.paper_id for p in read_sources([two]).papers}
+    _ingest(ragqa, str(one))
+    report = _ingest(ragqa, str(two))
+    assert (report["added"], report["deleted"], report["papers_total"]) == (3, 0, 7)
+    assert _consistent_paper_ids(home) == first | second
+    again = _ingest(ragqa, str(one), "--prune")  # prunes only what `one` no longer holds
+    assert (again["unchanged"], again["deleted"], again["papers_total"]) == (4, 0, 7)
+
+
+def test_a_collection_without_paths_is_matched_by_file_name(ragqa, home, tmp_path):
+    """Collections written before ragqa recorded paths: an abstract edited in place still
+    replaces its earlier version, and the next ingest records the paths."""
+    source = _abstracts(tmp_path / "papers.jsonl", 0, 3)
+    _ingest(ragqa, str(source))
+    client = chromadb.PersistentClient(path=str(home / "chroma"),
+                                       settings=chromadb.config.Settings(anonymized_telemetry=False))
+    collection = client.get_collection("ragqa_default")
+    got = collection.get(include=["metadatas"])
+    collection.update(ids=got["ids"], metadatas=[{**m, "source_path": ""}
+                                                 for m in got["metadatas"]])
+    del client
+    lines = source.read_text(encoding="utf-8").splitlines()
+    lines[1] = json.dumps({"title": "Paper 1", "abstract": "Edited: speech recognition."})
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = _ingest(ragqa, str(source))
+    assert (report["added"], report["deleted"], report["unchanged"]) == (1, 1, 2)
+    assert report["moved"] == 0 and len(_consistent_paper_ids(home)) == 3
+    assert {m["source_path"] for m in _chunks(home)} == {str(source.resolve())}
+
+
 def test_other_embedder_is_a_clear_error_and_rebuild_fixes_it(seeded, home):
     # Pretend the collection was built by another embedder.
     client = chromadb.PersistentClient(path=str(home / "chroma"),
