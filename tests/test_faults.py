@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -713,3 +714,26 @@ def test_secrets_stay_out_of_debug_tracebacks(seeded, llm_server):
 
     _secret_free("".join(traceback.format_exception(caught.value)))
     assert caught.type.__name__ == "LLMError"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc only")
+def test_with_a_secret_set_freed_memory_never_reaches_new_allocations(tmp_path):
+    """What hnswlib (in Chroma) mallocs and writes to disk uninitialised must not hold a key
+    an earlier buffer held (config._scrub_heap_memory)."""
+    import ctypes
+
+    from ragqa.config import load_settings
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    load_settings({"RAGQA_HOME": str(tmp_path), "RAGQA_ENV_FILE": "/x", "OPENAI_API_KEY": KEY})
+    buffer = KEY.encode() * 64
+    for _ in range(3):
+        old = libc.malloc(len(buffer))
+        ctypes.memmove(old, buffer, len(buffer))
+        libc.free(old)
+        new = libc.malloc(len(buffer))  # glibc hands the same chunk straight back
+        seen = ctypes.string_at(new, len(buffer))
+        libc.free(new)
+        assert KEY[-12:].encode() not in seen

@@ -177,6 +177,13 @@ def _edit_sources(src: Path) -> tuple[str, str]:
 @pytest.mark.parametrize("stage", ["embedding", "upserted", "deleted"], ids=[
     "1a-while-embedding", "1b-after-upsert-before-bm25", "1c-during-prune"])
 def test_kill_9_mid_ingest_then_the_next_ingest_repairs(seeded, home, seeds_copy, stage):
+    # The seeded papers came from the package's seeds/; one ingest of the copy makes its files
+    # theirs (their paths change; nothing is embedded), so that edits to it replace them. In a
+    # child, like the ingest killed below: this process must not hold Chroma open meanwhile.
+    adopted = subprocess.run([sys.executable, "-m", "ragqa", "ingest", str(seeds_copy),
+                              "--quiet", "--json"], env={**os.environ, "RAGQA_HOME": str(home)},
+                             capture_output=True, text=True, check=False)
+    assert json.loads(adopted.stdout or "{}").get("unchanged") == 29, adopted.stderr
     edited_old, removed = _edit_sources(seeds_copy)
     # While embedding: enough text, on one thread, that the embedder runs for a second or so.
     embedding = stage == "embedding"
