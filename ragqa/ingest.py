@@ -99,11 +99,6 @@ class _Files:
         return _source_file(state.source) in self.names
 
 
-def _slot(source_path: str, source: str) -> tuple[str, str]:
-    """A paper's position in its file; file name and position when the path is not known."""
-    return (source_path, source) if source_path else ("", source)
-
-
 def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: bool) -> Plan:
     plan = Plan()
     incoming = {p.paper_id: p for p in papers}
@@ -125,10 +120,10 @@ def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: 
         else:
             plan.unchanged += 1
     files = _Files(papers)
-    # Slots taken by papers that are new to the index: an edited abstract's new version.
+    # Slots (path, file name#position) taken by papers new to the index: an edited abstract's
+    # new version. With "" for the path too, for papers stored before paths were recorded.
     new = [p for p in papers if p.paper_id not in states]
-    taken_slots = {_slot(p.source_path, p.source) for p in new} | {_slot("", p.source)
-                                                                   for p in new}
+    taken_slots = {(path, p.source) for p in new for path in (p.source_path, "")}
     for pid, state in states.items():
         if pid in incoming:
             continue
@@ -136,7 +131,7 @@ def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: 
             plan.to_delete.append(pid)  # half-written by a killed run, and not coming back
         elif files.holds(state):
             # An abstract edited in place gets a new id and takes its predecessor's slot.
-            if prune or _slot(state.source_path, state.source) in taken_slots:
+            if prune or (state.source_path, state.source) in taken_slots:
                 plan.to_delete.append(pid)
             else:
                 plan.not_in_sources += 1
