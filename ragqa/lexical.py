@@ -102,6 +102,7 @@ class LexicalIndex:
         self._bm25 = bm25s.BM25.load(str(folder / "bm25"), mmap=False) if self.size else None
         self._index_of = {pid: i for i, pid in
                           self._db.execute("SELECT idx, paper_id FROM papers")}
+        self._paper_ids: dict[int, str] | None = None
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -167,6 +168,11 @@ class LexicalIndex:
     def index_of(self, paper_id: str) -> int | None:
         return self._index_of.get(paper_id)
 
+    def paper_ids_by_index(self, indices: Sequence[int]) -> list[str]:
+        if self._paper_ids is None:
+            self._paper_ids = {i: pid for pid, i in self._index_of.items()}
+        return [self._paper_ids[int(i)] for i in indices]
+
     def coverage(self, query_terms: Sequence[str], indices: Sequence[int]) -> np.ndarray:
         """For each paper (by index), the idf-weighted share of the query's terms it contains,
         read off the BM25 index (no re-tokenising of papers)."""
@@ -185,6 +191,39 @@ class LexicalIndex:
             found = rows[scores["indices"][scores["indptr"][tid]:scores["indptr"][tid + 1]]]
             out[found[found >= 0]] += weight
         return out / total
+
+    def weighted_scores(self, weights: dict[str, float], allowed: np.ndarray | None = None
+                        ) -> np.ndarray:
+        """BM25 of every paper for a query whose terms weigh differently (an expanded query),
+        summed from the index's per-term scores."""
+        out = np.zeros(self.size, dtype=np.float32)
+        if not self._bm25:
+            return out
+        scores = self._bm25.scores
+        for term, weight in weights.items():
+            tid = self._bm25.vocab_dict.get(term)
+            if tid is None:
+                continue
+            span = slice(scores["indptr"][tid], scores["indptr"][tid + 1])
+            out[scores["indices"][span]] += weight * scores["data"][span]
+        if allowed is not None:
+            mask = np.zeros(self.size, dtype=bool)
+            mask[allowed] = True
+            out[~mask] = 0.0
+        return out
+
+    def expansion_terms(self, indices: Sequence[int], n: int) -> dict[str, float]:
+        """The n terms that best characterise these papers (relevance model RM3: each paper's
+        term frequencies by length, times idf), as weights that sum to 1."""
+        weight: dict[str, float] = {}
+        for paper in self.papers_by_index(indices):
+            words = terms(paper_document(paper))
+            idf = self.idf(sorted(set(words)))
+            for word in words:
+                weight[word] = weight.get(word, 0.0) + idf[word] / len(words)
+        best = sorted(weight.items(), key=lambda kv: -kv[1])[:n]
+        total = sum(w for _, w in best) or 1.0
+        return {term: w / total for term, w in best}
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """BM25's idf of each term; a term the collection never uses gets the highest idf, as

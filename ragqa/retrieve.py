@@ -8,16 +8,19 @@ Its thresholds were calibrated on data: bench/calibrate_cut.py prints the figure
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragqa import lexical
 from ragqa.corpus import Paper, split_sentences
+from ragqa.question import understand
 from ragqa.store import Store, local_dir
 
 if TYPE_CHECKING:
@@ -42,13 +45,118 @@ class CutRule:
     gate: CutRule | None = None  # keep nothing unless this stricter rule keeps something
 
 
-# "Which papers ..." wants the complete list; a claim or a fact question wants the paper(s) that
-# hold it. Each rule is the best of its kind on the calibration data (README).
-CUT_FOR_LISTS = CutRule(3.5, 1.5, 0.4, 1.0, 1.0)
+# A claim or a fact question wants the paper(s) that hold it: calibrated on SciFact train and
+# off-topic claims by bench/calibrate_cut.py (README). "Which papers ..." questions and summary
+# topics want the complete list: the RelevanceModel below decides those.
 CUT_FOR_CLAIMS = CutRule(4.5, 1.0, 0.6, 0.0, 1.0)
-# A literature summary prefers breadth, once the list rule has found that the topic is there at
-# all (the gate keeps an off-topic summary as silent as an off-topic list).
-CUT_FOR_SUMMARIES = CutRule(2.25, 0.75, 0.4, 0.0, math.inf, gate=CUT_FOR_LISTS)
+@dataclass(frozen=True)
+class RelevanceModel:
+    """The list decision: logistic models over signals that mean the same for any question
+    and any collection size (no score is scaled within one question's candidates), fitted on
+    judged "which papers" questions (bench/lists/eval.py).
+
+    Two decisions. Is the topic in the collection at all (the question's gate: the strongest
+    candidate's signals, since an absent topic still has nearest papers)? Then, paper by paper:
+    is this paper about it? The list is every paper whose probability reaches `threshold`,
+    ranked by that probability."""
+
+    weights: tuple[float, ...]  # one per FEATURES
+    bias: float
+    threshold: float
+    gate_weights: tuple[float, ...] = ()  # one per GATE_FEATURES (none: no gate)
+    gate_bias: float = 0.0
+    gate: float = 0.0  # list nothing unless the topic's probability reaches this
+
+    # z: the topic's similarity against the collection's background; z_best: the best z over
+    # the topic and its examples; z_feedback: z of the similarity to the centre of the first
+    # round's best papers; coverage: the idf-weighted share of the question's words the paper
+    # holds; bm25_share: BM25 against what a paper holding each word once would score;
+    # bm25_expanded: the same for the query expanded from the first round's papers (RM3);
+    # the *_relative ones: each against the first round's best papers (how close a paper is to
+    # the core of what this question found).
+    FEATURES = ("z", "z_best", "z_feedback", "coverage", "bm25_share", "bm25_expanded",
+                "z_relative", "z_feedback_relative", "bm25_expanded_relative")
+    GATE_FEATURES = ("bm25_expanded", "z_feedback", "coverage")
+
+    def probabilities(self, hits: Sequence[Hit]) -> np.ndarray:
+        if not hits:
+            return np.zeros(0)
+        x = np.array([[h.signals[f] for f in self.FEATURES] for h in hits], dtype=np.float64)
+        return _logistic(x @ np.asarray(self.weights) + self.bias)
+
+    def topic_probability(self, hits: Sequence[Hit]) -> float:
+        """How likely the collection covers the question's topic at all."""
+        if not hits:
+            return 0.0
+        if not self.gate_weights:
+            return 1.0
+        strongest = question_signals(hits, self.GATE_FEATURES)
+        return float(_logistic(strongest @ np.asarray(self.gate_weights) + self.gate_bias))
+
+    def rank(self, hits: list[Hit]) -> list[Hit]:
+        """Every hit with its probability set, most probable first."""
+        for hit, p in zip(hits, self.probabilities(hits), strict=True):
+            hit.probability = hit.score = float(p)
+        return sorted(hits, key=lambda h: -h.probability)
+
+    def keep(self, hits: list[Hit]) -> list[Hit]:
+        ranked = self.rank(hits)
+        if self.topic_probability(ranked) < self.gate:
+            return []
+        return [h for h in ranked if h.probability >= self.threshold]
+
+
+@functools.lru_cache(maxsize=4)
+def reference_background(embedder_id: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The mean and covariance of a reference set of ML abstracts' vectors for this embedder
+    (bench/lists/reference_background.py writes them), or None where none ships."""
+    path = REFERENCE_DIR / f"background-{embedder_id.replace(':', '_')}.npz"
+    if not embedder_id or not path.is_file():
+        return None
+    with np.load(path) as data:
+        if str(data["embedder_id"]) != embedder_id:
+            return None
+        return data["mean"].astype(np.float64), data["covariance"].astype(np.float64)
+
+
+def feedback_size(first_round: np.ndarray) -> int:
+    """How many first-round papers make the core: those that stand out (FEEDBACK_Z), at least
+    FEEDBACK_MIN and at most FEEDBACK_PAPERS (a broad topic has many, a narrow one a few)."""
+    strong = int((first_round >= FEEDBACK_Z).sum())
+    return int(min(FEEDBACK_PAPERS, max(FEEDBACK_MIN, strong)))
+
+
+def question_signals(hits: Sequence[Hit], features: Sequence[str]) -> np.ndarray:
+    """How strong the best candidates are: the mean of each signal's top GATE_TOP values (a
+    topic that is there has several papers that match it well; an absent one, one or two near
+    misses at best)."""
+    return np.array([np.mean(sorted((h.signals[f] for h in hits), reverse=True)[:GATE_TOP])
+                     for f in features], dtype=np.float64)
+
+
+def _logistic(x: np.ndarray | float) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(np.asarray(x, dtype=np.float64), -500.0, 500.0)))
+
+
+# Pseudo-relevance feedback for lists (bench/lists/README.md): the first round ranks by topic z
+# plus this weight times the BM25 share; its best FEEDBACK_PAPERS give the feedback vector and
+# the EXPANSION_TERMS added to the BM25 query, which weigh EXPANSION_SHARE of it.
+FEEDBACK_PAPERS = 8
+FEEDBACK_MIN = 2
+FEEDBACK_Z = 3.0  # on the first round's score: z plus FEEDBACK_BM25_WEIGHT x BM25 share
+FEEDBACK_BM25_WEIGHT = 4.0
+EXPANSION_TERMS = 15
+EXPANSION_SHARE = 0.5
+GATE_TOP = 3
+REFERENCE_DIR = Path(__file__).parent / "data"
+# A collection of this many papers counts half, the reference half, in the list decision's
+# background (ragqa.retrieve.Retriever._list_z).
+REFERENCE_PAPERS = 200
+# Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
+LIST_MODEL = RelevanceModel(
+    weights=(-0.2208, 0.8981, 1.3217, 1.0927, -0.5478, 18.0635, 0.3746, -0.3427, 7.0899),
+    bias=-3.9367, threshold=0.94, gate_weights=(11.3528, 2.1933, 16.7786), gate_bias=-14.7708,
+    gate=0.45)
 _QUESTION_FRAME = re.compile(
     r"^\s*(?:(?:which|what|list|find|show(?: me)?|are there|is there|give me)\s+)?"
     r"(?:(?:all|any|the)\s+)?(?:papers?|works?|studies|articles|abstracts|research)\s+"
@@ -59,12 +167,17 @@ _QUESTION_FRAME = re.compile(
     re.IGNORECASE,
 )
 _LIST_QUESTION = re.compile(
-    r"^\s*(?:which|what|list|find|show|name|give)\b(?:\s+\w+){0,3}?\s+"
-    r"(?:papers|works|studies|articles|approaches|methods)\b"
-    r"|^\s*(?:are there|is there)\b.{0,30}\b(?:papers?|works?)"
-    r"|^\s*(?:papers|works|studies)\s+(?:on|about|that|which|using|with)\b",
+    r"^\W*(?:(?:please|hi|hello|can you|could you|would you|i'm|i am|im|we're|we are|i want|"
+    r"i need|i'd like|we need|help me)\b.{0,25}?)?"
+    r"(?:which|what|list|find|show|name|give|any|are there|is there|looking for|searching for|"
+    r"search for|point me to|identify|retrieve|collect|gather|enumerate)\b.{0,30}?"
+    r"\b(?:papers|paper|works|work|studies|articles|publications|research|literature|approaches|"
+    r"methods|contributions|submissions)\b"
+    r"|^\s*(?:papers|works|studies)\s+(?:on|about|that|which|using|with|where)\b",
     re.IGNORECASE,
 )
+# A bare topic ("spiking neural networks") is at most this many words.
+MAX_TOPIC_WORDS = 8
 # A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
 _CLAIM_LIKE = re.compile(
     r"\?|^\s*(?:how|what|why|when|where|who|does|do|is|are|can|which)\b"
@@ -84,6 +197,10 @@ class Hit:
     best_sentence: str = ""
     z: float = 0.0
     coverage: float = 0.0
+    # The list decision's signals (RelevanceModel.FEATURES, set by Retriever._list_candidates)
+    # and the probability it gives the paper.
+    signals: dict[str, float] = field(default_factory=dict)
+    probability: float = 0.0
     paper: Paper = None  # type: ignore[assignment]  # read for the hits that are kept
 
 
@@ -130,7 +247,10 @@ class SearchResult:
 
 def topic_of(question: str) -> str:
     """'Which papers do full-duplex speech?' -> 'full-duplex speech': the frame of a "which
-    papers" question says nothing about the topic and dilutes its embedding."""
+    papers" question says nothing about the topic and dilutes its embedding. A list question is
+    taken apart by ragqa.question (its topic, without the examples); a claim keeps its words."""
+    if is_list_question(question):
+        return understand(question).topic
     topic = _QUESTION_FRAME.sub("", question, count=1).strip().rstrip("?.! ")
     return topic if len(topic) >= 3 else question.strip()
 
@@ -162,41 +282,155 @@ class Retriever:
         return self.lexical.size if self.lexical else 0
 
     def search(self, query: str, k: int | None = None, filters: Filters | None = None,
-               cut: bool = True, sentences: bool = True, rule: CutRule | None = None
-               ) -> SearchResult:
-        """The papers for `query`, best first: all that pass the relevance cut (or the top k
-        without it). The cut's rule follows the kind of question unless `rule` is given.
+               cut: bool = True, sentences: bool = True,
+               rule: CutRule | RelevanceModel | None = None) -> SearchResult:
+        """The papers for `query`, best first: all that pass the relevance decision (or the top
+        k without it). The decision follows the kind of question unless `rule` is given: a
+        "which papers" question (or a summary's topic) is decided paper by paper by the
+        calibrated RelevanceModel, a claim or fact question by a CutRule.
         `sentences=False` skips picking each paper's best sentence."""
         filters = filters or Filters()
         if not self.lexical or not self.lexical.size:
             return SearchResult(query, [], 0, filters=filters.as_dict())
+        rule = rule or (LIST_MODEL if is_list_question(query) else CUT_FOR_CLAIMS)
         n = max(self.store.settings.candidates, k or 0)
-        vector = self.store.encoder.embed([topic_of(query)])[0]
-        dense = self._dense(vector, n, filters)
         allowed = (self.lexical.indices_matching(filters.venue, filters.year, filters.paper_ids)
                    if filters else None)
-        query_terms = lexical.terms(query, query=True)
-        hits = self._fuse(dense, self.lexical.search(query, n, allowed))
-        considered = len(hits)
-        self._score_relevance(hits, vector, query_terms)
-        if cut:
-            rule = rule or (CUT_FOR_LISTS if is_list_question(query) else CUT_FOR_CLAIMS)
-            if filters.paper_ids:
-                # A follow-up among papers already found ("which of them ..."): each one that
-                # clears the rule on its own answers it, however far the best one leads.
-                rule = replace(rule, max_gap=math.inf)
-            hits = relevance_cut(hits, rule)
+        if isinstance(rule, RelevanceModel):
+            hits, query_terms = self._list_candidates(query, n, filters, allowed)
+            considered = len(hits)
+            hits = rule.keep(hits) if cut else rule.rank(hits)
+        else:
+            vector = self.store.encoder.embed([topic_of(query)])[0]
+            query_terms = lexical.terms(query, query=True)
+            hits = self._fuse(self._dense(vector, n, filters),
+                              self.lexical.search(query, n, allowed))
+            considered = len(hits)
+            self._score_relevance(hits, vector, query_terms)
+            if cut:
+                if filters.paper_ids:
+                    # A follow-up among papers already found ("which of them ..."): each one
+                    # that clears the rule on its own answers it, however far the best leads.
+                    rule = replace(rule, max_gap=math.inf)
+                hits = relevance_cut(hits, rule)
         if k:
             hits = hits[:k]
-        chunks = self.store.documents([h.chunk_id for h in hits if h.chunk_id]) \
-            if sentences else {}
+        self._read_papers(hits, query_terms if sentences else None)
+        return SearchResult(query, hits, self.total_papers, considered, cut, filters.as_dict())
+
+    def _read_papers(self, hits: list[Hit], query_terms: list[str] | None) -> None:
+        """Attach each hit's Paper and, given the query's terms, its best sentence."""
+        assert self.lexical is not None
+        chunks = (self.store.documents([h.chunk_id for h in hits if h.chunk_id])
+                  if query_terms is not None else {})
         for hit, paper in zip(hits, self.lexical.papers_by_index([h.index for h in hits]),
                               strict=True):
             hit.paper = paper
-            if sentences:
+            if query_terms is not None:
                 text = chunks.get(hit.chunk_id) or paper.text
                 hit.best_sentence = best_sentence(text, set(query_terms))
-        return SearchResult(query, hits, self.total_papers, considered, cut, filters.as_dict())
+
+    def _list_candidates(self, query: str, n: int, filters: Filters,
+                         allowed: np.ndarray | None) -> tuple[list[Hit], list[str]]:
+        """The candidates of a "which papers" question with the RelevanceModel's signals.
+
+        The question is taken apart (ragqa.question): the topic and each of its examples are
+        searched as sub-queries, BM25 reads the content words. Users describe a topic in their
+        own words, which the papers rarely share, so a second round searches again from the
+        first round's best papers (pseudo-relevance feedback): their centre in the embedding
+        space, and their most telling words added to the BM25 query (RM3). Every candidate's
+        similarity to every query vector is computed from its vector and measured against the
+        collection's background (z), so that the signals mean the same for any question."""
+        assert self.lexical is not None
+        understood = understand(query)
+        queries = self.store.encoder.embed(list(understood.subqueries))
+        query_terms = lexical.terms(understood.lexical, query=True)
+        where = filters.chroma_where()
+        nearest = self.store.query_many(queries, n * 2, where)
+        bm25 = np.zeros(self.lexical.size, dtype=np.float32)
+        for index, score in self.lexical.search(understood.lexical, n, allowed):
+            bm25[index] = score
+        ideal = sum(self.lexical.idf(sorted(set(query_terms))).values()) or 1.0
+        pool = _CandidatePool(self.lexical, self.store)
+        pool.add_nearest(nearest)
+        pool.add_rows(np.flatnonzero(bm25))
+        if not pool.rows:
+            return [], query_terms
+        similarity = pool.similarity(queries, nearest)
+        first_round = self._list_z(similarity[:, :1], queries[:1])[:, 0] \
+            + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
+        # The first round's best papers, the core of what the question found: fewer of them in
+        # a small collection, where eight would be a good part of it.
+        core = np.argsort(-first_round)[:feedback_size(first_round)]
+        feedback = [pool.rows[i] for i in core]
+        centre = pool.vectors[core].mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-9)
+        expanded_weights = {t: (1 - EXPANSION_SHARE) / len(query_terms) for t in query_terms}
+        for term, weight in self.lexical.expansion_terms(feedback, EXPANSION_TERMS).items():
+            expanded_weights[term] = expanded_weights.get(term, 0.0) + EXPANSION_SHARE * weight
+        expanded = self.lexical.weighted_scores(expanded_weights, allowed)
+        second = self.store.query_many(centre[None, :], n * 2, where)
+        pool.add_nearest(second)
+        best_expanded = np.argsort(-expanded)[:n]
+        pool.add_rows(best_expanded[expanded[best_expanded] > 0])
+        similarity = pool.similarity(np.vstack([queries, centre]), [*nearest, *second])
+        z = self._list_z(similarity, np.vstack([queries, centre]))
+        coverage = self.lexical.coverage(query_terms, pool.rows)
+        expanded_ideal = sum(w * self.lexical.idf([t])[t] for t, w in expanded_weights.items())
+        signals = {"z": z[:, 0], "z_best": z[:, :-1].max(axis=1), "z_feedback": z[:, -1],
+                   "coverage": coverage.astype(np.float64),
+                   "bm25_share": bm25[pool.rows] / ideal,
+                   "bm25_expanded": expanded[pool.rows] / (expanded_ideal or 1.0)}
+        for name in ("z", "z_feedback", "bm25_expanded"):
+            signals[f"{name}_relative"] = signals[name] - float(signals[name][core].mean())
+        hits = []
+        for r, index in enumerate(pool.rows):
+            hits.append(Hit(index, 0.0, float(similarity[r, 0]), float(bm25[index]),
+                            chunk_id=pool.best_chunk.get(pool.pids[r], ""),
+                            z=float(z[r, 0]), coverage=float(coverage[r]),
+                            signals={k: float(v[r]) for k, v in signals.items()}))
+        return hits, query_terms
+
+    def _list_z(self, similarity: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """z for the list decision. The background is the collection's own, shrunk towards the
+        shipped reference of ML abstracts as the collection gets small: in 29 papers of which
+        ten are on audio, an audio paper is typical of the collection but not of ML papers, and
+        the decision should mean the same at 29 papers as at 30,000. Embedders without a
+        reference use the collection's background alone."""
+        centre, spread = self._background(queries)
+        reference = reference_background(getattr(self.store.encoder, "embedder_id", ""))
+        if reference is not None:
+            mean, covariance = reference
+            weight = self.total_papers / (self.total_papers + REFERENCE_PAPERS)
+            quadratic = np.einsum("ij,jk,ik->i", queries, covariance, queries)
+            centre = weight * centre + (1 - weight) * (queries @ mean)
+            spread = weight * spread + (1 - weight) * np.sqrt(np.maximum(quadratic, 0.0))
+        return (similarity - centre) / np.maximum(spread, 0.02)
+
+    def _background(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per query vector: the median similarity of the collection's papers and its robust
+        standard deviation (from the background sample of the snapshot)."""
+        assert self.lexical is not None
+        background = self.lexical.background
+        if background is not None and len(background) >= 5:
+            sims = background @ queries.T
+            centre = np.median(sims, axis=0)
+            return centre, np.maximum(1.4826 * np.median(np.abs(sims - centre), axis=0), 0.02)
+        # too few papers to tell: plain cosine, scaled so z 2.5 means a cosine of 0.5
+        return np.zeros(queries.shape[0]), np.full(queries.shape[0], 0.2)
+
+    def _background_z(self, similarity: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """How many robust standard deviations each similarity (rows: papers, columns: the
+        query vectors) stands above that query's similarity to a random paper."""
+        assert self.lexical is not None
+        background = self.lexical.background
+        if background is not None and len(background) >= 5:
+            sims = background @ queries.T
+            centre = np.median(sims, axis=0)
+            spread = np.maximum(1.4826 * np.median(np.abs(sims - centre), axis=0), 0.02)
+        else:  # too few papers to tell: plain cosine, scaled so z 2.5 means a cosine of 0.5
+            centre, spread = np.zeros(queries.shape[0]), np.full(queries.shape[0], 0.2)
+        return (similarity - centre) / spread
 
     def _dense(self, vector: np.ndarray, n: int, filters: Filters
                ) -> dict[str, tuple[str, float]]:
@@ -246,6 +480,52 @@ class Retriever:
             hit.coverage = float(covered)
 
 
+class _CandidatePool:
+    """The papers found so far for one question: their rows in the lexical snapshot, ids,
+    chunk-0 vectors and best chunks (what the list decision's signals are computed from)."""
+
+    def __init__(self, lexical_index: LexicalIndex, store: Store) -> None:
+        self._lexical = lexical_index
+        self._store = store
+        self.rows: list[int] = []
+        self.pids: list[str] = []
+        self.best_chunk: dict[str, str] = {}
+        self._row_of: dict[str, int] = {}
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def add_nearest(self, results: list[list[tuple[str, str, float]]]) -> None:
+        """Papers of Chroma results (the first result's nearest chunk is a paper's best)."""
+        for chunk_id, pid, _ in (results[0] if results else []):
+            self.best_chunk.setdefault(pid, chunk_id)
+        rows = (self._lexical.index_of(pid) for found in results for _, pid, _ in found)
+        self.add_rows([r for r in rows if r is not None])
+
+    def add_rows(self, rows: Iterable[int]) -> None:
+        candidates = list(dict.fromkeys(int(r) for r in rows))
+        known = self._lexical.paper_ids_by_index(candidates)
+        new = [r for r, pid in zip(candidates, known, strict=True) if pid not in self._row_of]
+        if not new:
+            return
+        pids = self._lexical.paper_ids_by_index(new)
+        vectors = self._store.paper_vectors(pids)
+        for pid in pids:
+            self._row_of[pid] = len(self.pids)
+            self.pids.append(pid)
+        self.rows.extend(new)
+        self.vectors = vectors if not len(self.vectors) else np.vstack([self.vectors, vectors])
+
+    def similarity(self, queries: np.ndarray, results: list[list[tuple[str, str, float]]]
+                   ) -> np.ndarray:
+        """Papers x queries: cosine to chunk 0, or to a nearer chunk that Chroma returned."""
+        out = self.vectors @ queries.T
+        for j, found in enumerate(results):
+            for _, pid, sim in found:
+                r = self._row_of.get(pid)
+                if r is not None and sim > out[r, j]:
+                    out[r, j] = sim
+        return out
+
+
 def min_max(scores: Sequence[float]) -> list[float]:
     """Scores scaled to 0 (the lowest) .. 1 (the highest); all 1 when they are all equal."""
     if not scores:
@@ -274,8 +554,16 @@ def relevance_cut(hits: list[Hit], rule: CutRule) -> list[Hit]:
 
 
 def is_list_question(question: str) -> bool:
-    """'Which papers …', 'papers on …', or a bare topic: the user wants every matching paper."""
-    return bool(_LIST_QUESTION.search(question)) or not _CLAIM_LIKE.search(question)
+    """'Which papers …', 'papers on …', or a bare topic: the user wants every matching paper.
+    A sentence is a claim, even with a verb that _CLAIM_LIKE does not know ("Autophagy declines
+    in aged organisms."): a topic is short and is not written as a sentence."""
+    if _LIST_QUESTION.search(question):
+        return True
+    if _CLAIM_LIKE.search(question):
+        return False
+    words = question.split()
+    sentence = question.rstrip().endswith(".") and len(words) >= 4
+    return len(words) <= MAX_TOPIC_WORDS and not sentence
 
 
 def best_sentence(text: str, query_terms: set[str]) -> str:

@@ -328,11 +328,17 @@ class Store:
         """The n nearest chunks as (chunk id, paper id, cosine similarity), nearest first.
         Only ids and distances come back: texts and metadata would multiply the time a search
         takes, and only the few chunks shown are read (`documents`)."""
+        return self.query_many(vector[None, :], n, where)[0]
+
+    def query_many(self, vectors: np.ndarray, n: int, where: dict | None = None
+                   ) -> list[list[tuple[str, str, float]]]:
+        """`query` for several vectors in one call (a question's sub-queries)."""
         result = self._call("searching", self.collection().query,
-                            query_embeddings=[vector.tolist()], n_results=n, where=where,
-                            include=["distances"])
-        return [(chunk_id, chunk_id.rsplit("::", 1)[0], 1.0 - float(dist))
-                for chunk_id, dist in zip(result["ids"][0], result["distances"][0], strict=True)]
+                            query_embeddings=[v.tolist() for v in vectors], n_results=n,
+                            where=where, include=["distances"])
+        return [[(chunk_id, chunk_id.rsplit("::", 1)[0], 1.0 - float(dist))
+                 for chunk_id, dist in zip(ids, distances, strict=True)]
+                for ids, distances in zip(result["ids"], result["distances"], strict=True)]
 
     def documents(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         """Chunk id -> chunk text."""

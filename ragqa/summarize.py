@@ -30,7 +30,7 @@ from ragqa.answer import (
     sources_block,
 )
 from ragqa.corpus import Paper
-from ragqa.retrieve import CUT_FOR_SUMMARIES, Hit, best_sentence
+from ragqa.retrieve import LIST_MODEL, Hit, best_sentence
 
 if TYPE_CHECKING:
     from ragqa.llm import ChatLLM
@@ -269,7 +269,7 @@ def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | No
                    ) -> list[Paper]:
     if topic:
         hits = retriever.search(topic, k=max_papers, sentences=False,
-                                rule=CUT_FOR_SUMMARIES).hits
+                                rule=LIST_MODEL).hits
         return [h.paper for h in hits]
     assert retriever.lexical is not None
     papers = retriever.lexical.all_papers()
