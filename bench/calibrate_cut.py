@@ -1,4 +1,8 @@
-"""Calibrate the relevance cut (ragqa.retrieve: CUT_FOR_LISTS, CUT_FOR_CLAIMS) on data.
+"""Calibrate the relevance cut for claims and fact questions (ragqa.retrieve.CUT_FOR_CLAIMS).
+
+"Which papers" lists and summary topics have their own decision, calibrated on judged
+questions at conference scale: bench/lists/eval.py. The list and summary figures this script
+still prints are those of the CutRule grid on the 12 seed questions, for comparison only.
 
 Three sets, scored for every setting on a small grid:
 1. SciFact train claims on the SciFact collection (qrels_train.tsv): the cut should keep the
@@ -65,7 +69,10 @@ def _retriever(home: Path, collection: str, sources: list[Path]):
 
 
 def _signals(retriever, question: str, depth: int = 20) -> list[tuple[str, str, float, float]]:
-    hits = retriever.search(question, k=depth, cut=False).hits
+    from ragqa.retrieve import CUT_FOR_CLAIMS
+
+    # The fused ranking and its z / coverage, whatever the kind of question (a CutRule's path).
+    hits = retriever.search(question, k=depth, cut=False, rule=CUT_FOR_CLAIMS).hits
     return [(h.paper.paper_id, h.paper.title, h.z, h.coverage) for h in hits]
 
 
@@ -132,7 +139,11 @@ def main() -> int:
         cache.write_text(json.dumps([[(s, sorted(r)) for s, r in on_scifact], on_seeds,
                                      [(s, sorted(r)) for s, r in labelled]]))
 
-    from ragqa.retrieve import CUT_FOR_CLAIMS, CUT_FOR_LISTS, CUT_FOR_SUMMARIES
+    from ragqa.retrieve import CUT_FOR_CLAIMS, CutRule
+
+    # The CutRules lists and summaries used before bench/lists/eval.py's RelevanceModel.
+    CUT_FOR_LISTS = CutRule(3.5, 1.5, 0.4, 1.0, 1.0)  # noqa: N806
+    CUT_FOR_SUMMARIES = CutRule(2.25, 0.75, 0.4, 0.0, math.inf, gate=CUT_FOR_LISTS)  # noqa: N806
 
     def score(setting: tuple, gate=None) -> dict:  # noqa: ANN001
         p, r, f1 = _prf(*_confusion(on_scifact, setting, gate))

@@ -24,6 +24,10 @@ _FRAMES = [
     r"(?:i|we) (?:want|need|would like|'d like)(?: to (?:find|see|know|read))?",
     r"(?:help me|let me) (?:find|see|know)",
     r"(?:show|give|tell|find|get|bring) (?:me|us)",
+    r"(?:summari[sz]e|survey|review|overview)",
+    r"(?:an |a )?(?:overview|summary|survey|review) (?:of|on)",
+    r"(?:tell me|talk) about",
+    r"what(?:'s| is| are) (?:new|happening) (?:in|on|with)",
     r"(?:find|list|show|name|give|identify|retrieve|search for|look for|return|enumerate|"
     r"point me to|collect|gather|fetch)",
     r"(?:what|which) (?:are|is|were) (?:the|some|all)?",
@@ -63,6 +67,8 @@ _CONTINUATION = re.compile(
     r"^(?:is|are|was|were|be|been|being|has|have|had|which|that|who|whose|where|when|while|"
     r"whereas|to|into|onto|on|in|for|by|with|from|than|so|then|but|and|or|without|across|"
     r"over|under|within|through|rather)\b", re.IGNORECASE)
+_TOPIC_JOIN = re.compile(r"\s*,\s*(?:or|and)\s+|\s*,\s*|\s+(?:or|and|and/or)\s+",
+                         re.IGNORECASE)
 _TRAILING = re.compile(r"[\s?.!,;:)\]]+$")
 _WORD = re.compile(r"\w+")
 # Words that carry no topic: a sub-query made of these alone is dropped.
@@ -71,6 +77,8 @@ _FUNCTION_WORDS = frozenset(re.findall(r"\w+", """
     they it this that these those some any all other such e g eg etc ie using use used uses
     based new way ways approach approaches method methods model models paper papers work works
     """))
+# A topic of at most this many content words is split at "or" into alternatives.
+MAX_SPLIT_WORDS = 6
 # Sub-queries at most: the topic plus its alternatives and examples.
 MAX_SUBQUERIES = 6
 
@@ -122,6 +130,12 @@ def understand(question: str) -> Understood:
                 topic = f"{topic} {example}"
             elif example.lower() not in (e.lower() for e in examples):
                 examples.append(example)
+    # "X or Y" (or "X and Y": "papers on audio and speech") in a short topic: each one is
+    # searched on its own as well; in a long one, "or" joins words inside a description ("the
+    # data or computation spread over many machines").
+    alternatives = [part.strip() for part in _TOPIC_JOIN.split(topic) if _content_words(part)]
+    if len(alternatives) > 1 and len(_content_words(topic)) <= MAX_SPLIT_WORDS:
+        examples = [a for a in alternatives if a.lower() != topic.lower()] + examples
     subqueries = [topic, *examples]
     if len(topic) < 3:
         topic = question.strip()

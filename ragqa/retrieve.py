@@ -134,6 +134,17 @@ def question_signals(hits: Sequence[Hit], features: Sequence[str]) -> np.ndarray
                      for f in features], dtype=np.float64)
 
 
+def _leave_one_out(vectors: np.ndarray) -> np.ndarray:
+    """Each vector's cosine to the centre of the others. A core paper is measured so against
+    the feedback centre: it is always close to a centre it is part of, and with two core papers
+    that would vouch for a wrong second one. One vector alone keeps its own similarity, 1."""
+    if len(vectors) < 2:
+        return np.ones(len(vectors))
+    others = vectors.sum(axis=0) - vectors
+    norms = np.maximum(np.linalg.norm(others, axis=1), 1e-9)
+    return np.einsum("ij,ij->i", vectors, others) / norms
+
+
 def _logistic(x: np.ndarray | float) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(np.asarray(x, dtype=np.float64), -500.0, 500.0)))
 
@@ -154,9 +165,9 @@ REFERENCE_DIR = Path(__file__).parent / "data"
 REFERENCE_PAPERS = 200
 # Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
 LIST_MODEL = RelevanceModel(
-    weights=(-0.2208, 0.8981, 1.3217, 1.0927, -0.5478, 18.0635, 0.3746, -0.3427, 7.0899),
-    bias=-3.9367, threshold=0.94, gate_weights=(11.3528, 2.1933, 16.7786), gate_bias=-14.7708,
-    gate=0.45)
+    weights=(-0.1868, 0.874, 1.2312, 0.9223, -0.168, 18.9436, 0.3058, -0.0758, 5.3717),
+    bias=-3.6447, threshold=0.91, gate_weights=(10.697, 2.2301, 15.9547), gate_bias=-13.2464,
+    gate=0.4)
 _QUESTION_FRAME = re.compile(
     r"^\s*(?:(?:which|what|list|find|show(?: me)?|are there|is there|give me)\s+)?"
     r"(?:(?:all|any|the)\s+)?(?:papers?|works?|studies|articles|abstracts|research)\s+"
@@ -339,8 +350,8 @@ class Retriever:
         own words, which the papers rarely share, so a second round searches again from the
         first round's best papers (pseudo-relevance feedback): their centre in the embedding
         space, and their most telling words added to the BM25 query (RM3). Every candidate's
-        similarity to every query vector is computed from its vector and measured against the
-        collection's background (z), so that the signals mean the same for any question."""
+        similarity to every query vector is computed from its vector and measured as a z
+        against a background (`_list_z`), so that the signals mean the same for any question."""
         assert self.lexical is not None
         understood = understand(query)
         queries = self.store.encoder.embed(list(understood.subqueries))
@@ -350,46 +361,51 @@ class Retriever:
         bm25 = np.zeros(self.lexical.size, dtype=np.float32)
         for index, score in self.lexical.search(understood.lexical, n, allowed):
             bm25[index] = score
-        ideal = sum(self.lexical.idf(sorted(set(query_terms))).values()) or 1.0
         pool = _CandidatePool(self.lexical, self.store)
         pool.add_nearest(nearest)
         pool.add_rows(np.flatnonzero(bm25))
         if not pool.rows:
             return [], query_terms
-        similarity = pool.similarity(queries, nearest)
-        first_round = self._list_z(similarity[:, :1], queries[:1])[:, 0] \
+        ideal = sum(self.lexical.idf(sorted(set(query_terms))).values()) or 1.0
+        first_round = self._list_z(pool.similarity(queries[:1], nearest[:1]), queries[:1])[:, 0] \
             + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
-        # The first round's best papers, the core of what the question found: fewer of them in
-        # a small collection, where eight would be a good part of it.
+        # The first round's best papers: the core of what the question found.
         core = np.argsort(-first_round)[:feedback_size(first_round)]
-        feedback = [pool.rows[i] for i in core]
         centre = pool.vectors[core].mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-9)
-        expanded_weights = {t: (1 - EXPANSION_SHARE) / len(query_terms) for t in query_terms}
-        for term, weight in self.lexical.expansion_terms(feedback, EXPANSION_TERMS).items():
-            expanded_weights[term] = expanded_weights.get(term, 0.0) + EXPANSION_SHARE * weight
+        expanded_weights = self._expanded_query(query_terms, [pool.rows[i] for i in core])
         expanded = self.lexical.weighted_scores(expanded_weights, allowed)
         second = self.store.query_many(centre[None, :], n * 2, where)
         pool.add_nearest(second)
         best_expanded = np.argsort(-expanded)[:n]
         pool.add_rows(best_expanded[expanded[best_expanded] > 0])
-        similarity = pool.similarity(np.vstack([queries, centre]), [*nearest, *second])
-        z = self._list_z(similarity, np.vstack([queries, centre]))
-        coverage = self.lexical.coverage(query_terms, pool.rows)
+
+        vectors = np.vstack([queries, centre])
+        similarity = pool.similarity(vectors, [*nearest, *second])
+        similarity[core, -1] = _leave_one_out(pool.vectors[core])
+        z = self._list_z(similarity, vectors)
+        coverage = self.lexical.coverage(query_terms, pool.rows).astype(np.float64)
         expanded_ideal = sum(w * self.lexical.idf([t])[t] for t, w in expanded_weights.items())
         signals = {"z": z[:, 0], "z_best": z[:, :-1].max(axis=1), "z_feedback": z[:, -1],
-                   "coverage": coverage.astype(np.float64),
-                   "bm25_share": bm25[pool.rows] / ideal,
+                   "coverage": coverage, "bm25_share": bm25[pool.rows] / ideal,
                    "bm25_expanded": expanded[pool.rows] / (expanded_ideal or 1.0)}
         for name in ("z", "z_feedback", "bm25_expanded"):
             signals[f"{name}_relative"] = signals[name] - float(signals[name][core].mean())
-        hits = []
-        for r, index in enumerate(pool.rows):
-            hits.append(Hit(index, 0.0, float(similarity[r, 0]), float(bm25[index]),
-                            chunk_id=pool.best_chunk.get(pool.pids[r], ""),
-                            z=float(z[r, 0]), coverage=float(coverage[r]),
-                            signals={k: float(v[r]) for k, v in signals.items()}))
+        hits = [Hit(index, 0.0, float(similarity[r, 0]), float(bm25[index]),
+                    chunk_id=pool.best_chunk.get(pool.pids[r], ""), z=float(z[r, 0]),
+                    coverage=float(coverage[r]),
+                    signals={k: float(v[r]) for k, v in signals.items()})
+                for r, index in enumerate(pool.rows)]
         return hits, query_terms
+
+    def _expanded_query(self, query_terms: list[str], feedback: list[int]) -> dict[str, float]:
+        """The question's words and EXPANSION_TERMS words of the feedback papers (RM3), the
+        latter weighing EXPANSION_SHARE of the query."""
+        assert self.lexical is not None
+        weights = {t: (1 - EXPANSION_SHARE) / len(query_terms) for t in query_terms}
+        for term, weight in self.lexical.expansion_terms(feedback, EXPANSION_TERMS).items():
+            weights[term] = weights.get(term, 0.0) + EXPANSION_SHARE * weight
+        return weights
 
     def _list_z(self, similarity: np.ndarray, queries: np.ndarray) -> np.ndarray:
         """z for the list decision. The background is the collection's own, shrunk towards the
@@ -418,19 +434,6 @@ class Retriever:
             return centre, np.maximum(1.4826 * np.median(np.abs(sims - centre), axis=0), 0.02)
         # too few papers to tell: plain cosine, scaled so z 2.5 means a cosine of 0.5
         return np.zeros(queries.shape[0]), np.full(queries.shape[0], 0.2)
-
-    def _background_z(self, similarity: np.ndarray, queries: np.ndarray) -> np.ndarray:
-        """How many robust standard deviations each similarity (rows: papers, columns: the
-        query vectors) stands above that query's similarity to a random paper."""
-        assert self.lexical is not None
-        background = self.lexical.background
-        if background is not None and len(background) >= 5:
-            sims = background @ queries.T
-            centre = np.median(sims, axis=0)
-            spread = np.maximum(1.4826 * np.median(np.abs(sims - centre), axis=0), 0.02)
-        else:  # too few papers to tell: plain cosine, scaled so z 2.5 means a cosine of 0.5
-            centre, spread = np.zeros(queries.shape[0]), np.full(queries.shape[0], 0.2)
-        return (similarity - centre) / spread
 
     def _dense(self, vector: np.ndarray, n: int, filters: Filters
                ) -> dict[str, tuple[str, float]]:
@@ -467,13 +470,8 @@ class Retriever:
 
     def _score_relevance(self, hits: list[Hit], vector: np.ndarray, terms: list[str]) -> None:
         assert self.lexical is not None
-        background = self.lexical.background
-        if background is not None and len(background) >= 5:
-            sims = background @ vector
-            centre = float(np.median(sims))
-            spread = max(1.4826 * float(np.median(np.abs(sims - centre))), 0.02)
-        else:  # too few papers to tell: plain cosine, scaled so z 2.5 means a cosine of 0.5
-            centre, spread = 0.0, 0.2
+        centres, spreads = self._background(vector[None, :])
+        centre, spread = float(centres[0]), float(spreads[0])
         coverage = self.lexical.coverage(terms, [h.index for h in hits])
         for hit, covered in zip(hits, coverage, strict=True):
             hit.z = (hit.similarity - centre) / spread
