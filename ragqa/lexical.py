@@ -152,9 +152,10 @@ class LexicalIndex:
     def search(self, query: str, n: int, allowed: np.ndarray | None = None
                ) -> list[tuple[int, float]]:
         """(paper index, BM25 score) of the n best papers, best first, positive scores only."""
-        if not self._bm25:
+        query_terms = terms(query, query=True)
+        if not self._bm25 or not query_terms:  # only stop words: nothing for BM25 to match
             return []
-        scores = self._bm25.get_scores(terms(query, query=True))
+        scores = self._bm25.get_scores(query_terms)
         if allowed is not None:
             mask = np.zeros_like(scores)
             mask[allowed] = 1.0

@@ -403,8 +403,9 @@ class Retriever:
         latter weighing EXPANSION_SHARE of the query."""
         assert self.lexical is not None
         weights = {t: (1 - EXPANSION_SHARE) / len(query_terms) for t in query_terms}
+        share = EXPANSION_SHARE if query_terms else 1.0
         for term, weight in self.lexical.expansion_terms(feedback, EXPANSION_TERMS).items():
-            weights[term] = weights.get(term, 0.0) + EXPANSION_SHARE * weight
+            weights[term] = weights.get(term, 0.0) + share * weight
         return weights
 
     def _list_z(self, similarity: np.ndarray, queries: np.ndarray) -> np.ndarray:

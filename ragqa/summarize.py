@@ -30,6 +30,7 @@ from ragqa.answer import (
     sources_block,
 )
 from ragqa.corpus import Paper
+from ragqa.question import strip_frame
 from ragqa.retrieve import LIST_MODEL, Hit, best_sentence
 
 if TYPE_CHECKING:
@@ -196,6 +197,8 @@ def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = Non
     """A themed summary of the papers on `topic`, or of the whole collection when None."""
     progress = on_progress or (lambda message: None)
     papers = _select_papers(retriever, topic, max_papers)
+    # "Summarize the papers on audio and speech." is a summary of "audio and speech".
+    topic = strip_frame(topic) if topic else topic
     if not papers:
         total = retriever.total_papers
         return Summary(topic or "", "llm" if llm else "extractive", [],

@@ -145,3 +145,18 @@ def test_examples_are_sub_queries_and_the_topic_keeps_what_follows_them():
 ])
 def test_list_questions_are_told_from_claims_and_fact_questions(text, expected):
     assert is_list_question(text) is expected
+
+
+@pytest.mark.parametrize("question", ["the and of", "of the", "a b c"])
+def test_a_question_of_stop_words_only_gets_an_answer_not_a_crash(seeded, question):
+    result = seeded("search", question, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"] == []
+
+
+def test_a_summary_request_sentence_summarizes_its_topic(seeded):
+    result = seeded("summarize", "Summarize the papers on audio and speech.", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["topic"] == "audio and speech"
+    assert summary["papers_considered"] >= 8
