@@ -41,7 +41,7 @@ SEED_LABELS = {
     "Which papers are about protein folding?": set(),
     "Which papers study quantum computing?": set(),
     "Which papers do reinforcement learning or preference optimization?": {
-        "CPO", "Reinforcement fine-tuning (RFT) has shown promise for training LLM agents…"},
+        "CPO", "Reinforcement fine-tuning (RFT)"},
     "Which papers study graph neural networks?": {"GFFMERGE"},
     "Which papers generate GPU kernels?": {"EGG"},
     "Which papers detect misinformation?": {"FactGuard"},

@@ -390,7 +390,12 @@ class ChatShell:
             self.session = new_session(self.session.collection)
             self.out.console.print(f"[dim]New session {self.session.session_id}[/]")
         elif name == "/sources":
-            self.out.references((last or {}).get("citations", []))
+            citations = (last or {}).get("citations", [])
+            if citations:
+                self.out.references(citations)
+            else:
+                self.out.console.print("The last answer cited no papers." if last else
+                                       "No answer yet: ask a question first.")
         elif name == "/show":
             citations = {str(c["n"]): c for c in (last or {}).get("citations", [])}
             if arg.strip() not in citations:

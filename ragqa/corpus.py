@@ -123,6 +123,21 @@ _INTRO = re.compile(
     re.IGNORECASE,
 )
 _NAMED = re.compile(r"\b(?:called|named|dubbed|termed|coined)\s+", re.IGNORECASE)
+# A derived title's length, and the words a contribution or subject phrase may have.
+TITLE_CHARS = 80
+_PHRASE_WORDS = 9
+# Where the noun phrase of "we propose a … " ends.
+_CLAUSE_END = re.compile(r"[,;:.(]|\s(?:that|which|whose|where|to|by|using|via|together|and "
+                         r"(?:a|an|the|show|demonstrate|evaluate|prove)|as a|in order)\s",
+                         re.IGNORECASE)
+_ARTICLE = re.compile(r"^(?:a|an|the|our|two|three|new|novel)\s+(?:new\s+|novel\s+)?",
+                      re.IGNORECASE)
+# The verb of an abstract's first sentence, where its subject ends.
+_FIRST_VERB = re.compile(
+    r"\s(?:is|are|was|were|has|have|had|can|could|may|might|must|will|would|remains?|"
+    r"shows?|enables?|requires?|relies|rely|struggles?|suffers?|achieves?|provides?|"
+    r"allows?|offers?|plays?|poses?|faces?|depends?|often|typically|commonly|increasingly|"
+    r"usually)\b", re.IGNORECASE)
 # Bounded and without nested quantifiers: a long unclosed "(" must not backtrack for minutes.
 _ACRONYM_CANDIDATE = re.compile(r"\(([^()\s]{2,40}(?: [A-Z][\w-]{0,40})?)\)")
 _NAME_TOKEN = re.compile(r"^[^\s,;:()]+")
@@ -172,7 +187,11 @@ def _name_after(phrase: str) -> str | None:
 
 
 def derive_title(text: str, max_words: int = 10) -> str:
-    """A short human title: the system the abstract names, else its lead phrase."""
+    """A short human title for an abstract that has none: the system it names ("We introduce
+    τ-Voice, …"), else its contribution ("We propose a goal-oriented clarification framework
+    that …" → "Goal-oriented clarification framework"), else the subject of its first sentence
+    ("Predictive coding (PC) is …" → "Predictive coding (PC)"), else its first words. Never a
+    whole long sentence: at most `max_words` words and TITLE_CHARS characters."""
     plain = strip_marks(text[:_TITLE_SCAN])
     for pattern in (_INTRO, _NAMED):
         for match in pattern.finditer(plain):
@@ -180,10 +199,48 @@ def derive_title(text: str, max_words: int = 10) -> str:
             if name:
                 return name
     first_sentence = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0].rstrip(".")
+    phrase = _contribution(plain) or _subject(first_sentence)
+    if phrase:
+        return phrase
     words = first_sentence.split() or plain.split() or ["Untitled"]
-    if len(words) <= max_words:
+    if len(words) <= max_words and len(first_sentence) <= TITLE_CHARS:
         return " ".join(words)
-    return " ".join(words[:max_words]).rstrip(",;:") + "…"
+    return _shorten(" ".join(words[:max_words])) + "…"
+
+
+def _contribution(plain: str) -> str | None:
+    """The noun phrase after the first "we propose / this work introduces …", if it reads as
+    one: "a low-overhead compatibility certificate for learned operator pairs, …" →
+    "Low-overhead compatibility certificate for learned operator pairs"."""
+    match = _INTRO.search(plain)
+    if not match:
+        return None
+    phrase = _CLAUSE_END.split(plain[match.end():].lstrip(), maxsplit=1)[0]
+    phrase = _ARTICLE.sub("", phrase).strip(" :-")
+    words = phrase.split()
+    if not 2 <= len(words) <= _PHRASE_WORDS or not words[0][:1].isalpha():
+        return None
+    return _shorten(phrase[:1].upper() + phrase[1:])
+
+
+def _subject(sentence: str) -> str | None:
+    """What the first sentence is about: the words before its verb ("Reinforcement
+    fine-tuning (RFT) has shown promise …" → "Reinforcement fine-tuning (RFT)")."""
+    head = _FIRST_VERB.split(sentence, maxsplit=1)
+    if len(head) < 2:
+        return None
+    words = head[0].split()
+    if not 2 <= len(words) <= _PHRASE_WORDS or re.search(r"\b(?:we|our|this|these)\b",
+                                                          head[0], re.IGNORECASE):
+        return None
+    return _shorten(head[0].strip(" ,;:"))
+
+
+def _shorten(title: str) -> str:
+    """At most TITLE_CHARS characters, cut at a word."""
+    if len(title) <= TITLE_CHARS:
+        return title
+    return title[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",;:")
 
 
 # ---------------------------------------------------------------- decoding

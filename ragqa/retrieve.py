@@ -184,7 +184,11 @@ _LIST_QUESTION = re.compile(
     r"search for|point me to|identify|retrieve|collect|gather|enumerate)\b.{0,30}?"
     r"\b(?:papers|paper|works|work|studies|articles|publications|research|literature|approaches|"
     r"methods|contributions|submissions)\b"
-    r"|^\s*(?:papers|works|studies)\s+(?:on|about|that|which|using|with|where)\b",
+    r"|^\s*(?:the\s+)?(?:papers|works|studies)\s+(?:on|about|that|which|using|with|where)\b"
+    # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
+    r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
+    r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
+    r"find (?:work|research|anything)|show me|any (?:work|research) on)\b",
     re.IGNORECASE,
 )
 # A bare topic ("spiking neural networks") is at most this many words.
@@ -558,7 +562,7 @@ def is_list_question(question: str) -> bool:
     in aged organisms."): a topic is short and is not written as a sentence."""
     if _LIST_QUESTION.search(question):
         return True
-    if _CLAIM_LIKE.search(question):
+    if _CLAIM_LIKE.search(question.rstrip().rstrip("?")):  # "spiking networks?" is a topic
         return False
     words = question.split()
     sentence = question.rstrip().endswith(".") and len(words) >= 4

@@ -102,3 +102,11 @@ def test_follow_up_about_none_of_the_earlier_papers_searches_everything(seeded):
     assert {"Moshi-RAG", "τ-Voice"} <= _titles(first)
     assert not _titles(second) & {"Moshi-RAG", "τ-Voice"}
     assert _titles(second) & {"DVPD", "STARCaster"}
+
+
+def test_sources_always_answers(seeded):
+    script = ["/sources", "Which papers study autonomous driving?", "/sources"]
+    result = seeded("chat", input="\n".join(script) + "\n")
+    assert result.exit_code == 0, result.output
+    assert "No answer yet: ask a question first." in result.stdout
+    assert "The last answer cited no papers." in result.stdout
