@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa import lexical
-from ragqa.corpus import split_sentences
+from ragqa.corpus import split_sentences, strip_marks
 from ragqa.resources import bundled_dir
 from ragqa.retrieve import Filters, Hit, is_list_question, topic_of
 
@@ -37,8 +37,15 @@ SUPPORT_THRESHOLD = 0.40
 MAX_SOURCES = 12
 CITATION = re.compile(r"\[\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[-–]\s*\d+)?)*)\s*\]")
 _SPACED_CITATION = re.compile(r"([ \t]*)" + CITATION.pattern)
-_QUANTITY = re.compile(r"\b(?:how (?:many|much|fast|large|long|big)|what (?:speedup|accuracy|"
-                       r"percentage|number|size|score|rate)|by how)\b", re.IGNORECASE)
+_QUANTITY = re.compile(
+    r"\b(?:how (?:many|much|fast|large|long|big|well|accurate)|by how|what(?:'s| is| was| are)? "
+    r"(?:the |its |their |his |her )?(?:\w+ )?(speed-?up|accuracy|percentage|number|size|"
+    r"score|rate|gain|improvement|reduction|error|f1|bleu|map|auc|latency|throughput|cost|"
+    r"performance|perplexity|precision|recall))\b", re.IGNORECASE)
+# A figure: a number with a unit or a decimal point ("2.13×", "85%", "45h", "0.91"), not the
+# "1)" of an enumeration.
+_FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|[kKMB]\b|"
+                     r"ms\b|s\b|h\b|hours?\b|points?\b|tasks?\b|\w+s\b))")
 
 
 # ---------------------------------------------------------------- prompts
@@ -303,7 +310,8 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     numbers: dict[str, int] = {}
     citations: list[Citation] = []
     lines = []
-    for hit, sentence in quoted:
+    for hit, raw in quoted:
+        sentence = strip_marks(raw)  # "$2.13\times$" is quoted as "2.13×"
         paper = hit.paper
         if paper.paper_id not in numbers:
             numbers[paper.paper_id] = len(numbers) + 1
@@ -318,14 +326,16 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
     """The sentences most likely to hold the asked-for fact, best first; figures favoured when
     the question asks for a quantity."""
     terms = set(lexical.terms(question, query=True))
-    wants_number = bool(_QUANTITY.search(question))
+    quantity = _QUANTITY.search(question)
+    # The measure asked for ("speedup" in "What is the speedup of …"), as BM25 stems it.
+    measure = set(lexical.terms(quantity.group(1))) if quantity and quantity.group(1) else set()
     scored: list[tuple[float, int, str]] = []
     for n, hit in enumerate(hits[:3], start=1):
         sentences = split_sentences(hit.paper.text)
         for sentence, tokens in zip(sentences, map(lexical.terms, sentences), strict=True):
             score = len(terms & set(tokens)) / np.sqrt(len(tokens) + 5) + 0.05 / n
-            if wants_number and re.search(r"\d", sentence):
-                score *= 1.5
+            if quantity and _FIGURE.search(strip_marks(sentence)):
+                score *= 3.0 if measure & set(tokens) else 1.5
             scored.append((score, n, sentence))
     scored.sort(key=lambda t: -t[0])
     if not scored:

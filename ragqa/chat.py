@@ -228,7 +228,7 @@ def transcript_markdown(session: Session) -> str:
         parts += [turn.answer["answer"], ""]
         if turn.answer["citations"]:
             parts += ["References:", ""]
-            parts += [f"[{c['n']}] {c['title']} ({c['source']}, id {c['paper_id']})"
+            parts += [f"- [{c['n']}] {c['title']} ({c['source']}, id {c['paper_id']})"
                       for c in turn.answer["citations"]]
             parts.append("")
     return "\n".join(parts)

@@ -103,14 +103,25 @@ _LATEX_WRAP = re.compile(r"\\[A-Za-z]+\{([^{}]*)\}")  # \textbf{X}, \textsc{X}, 
 _MATH = re.compile(r"\$([^$]*)\$")
 _MARKDOWN = re.compile(r"(\*\*|__|\*|`)")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+# LaTeX symbols that abstracts use in figures and comparisons: "$2.13\times$" reads "2.13×".
+_LATEX_SYMBOLS = {
+    "times": "×", "approx": "≈", "sim": "~", "pm": "±", "leq": "≤", "le": "≤", "geq": "≥",
+    "ge": "≥", "neq": "≠", "cdot": "·", "rightarrow": "→", "to": "→", "infty": "∞",
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "lambda": "λ",
+    "mu": "μ", "sigma": "σ", "tau": "τ", "theta": "θ", "pi": "π", "%": "%",
+}
+_LATEX_SYMBOL = re.compile(r"\\(" + "|".join(sorted(map(re.escape, _LATEX_SYMBOLS), key=len,
+                                                        reverse=True)) + r")(?![A-Za-z])")
 
 
 def strip_marks(text: str) -> str:
-    """Remove Markdown emphasis and simple LaTeX so `**DVPD**`, `$\\textbf{EGG}$` read plainly."""
+    """Remove Markdown emphasis and simple LaTeX so `**DVPD**`, `$\\textbf{EGG}$`, `$2.13\\times$`
+    read plainly ("DVPD", "EGG", "2.13×")."""
     previous = None
     while previous != text:
         previous, text = text, _LATEX_WRAP.sub(r"\1", text)
     text = re.sub(r"\^\{?(\d+)\}?", lambda m: m.group(1).translate(_SUPERSCRIPT), text)
+    text = _LATEX_SYMBOL.sub(lambda m: _LATEX_SYMBOLS[m.group(1)], text)
     text = _MATH.sub(r"\1", text)
     text = _MARKDOWN.sub("", text)
     return " ".join(text.split())

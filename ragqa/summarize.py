@@ -339,6 +339,7 @@ def to_markdown(summary: Summary) -> str:
     for theme in summary.themes:
         lines += [f"## {theme.name} ({theme.size} papers)", "", theme.text, ""]
     lines += ["## References", ""]
-    lines += [f"[{n}] {p.title} ({p.source}, id {p.paper_id})"
+    # A list, so that each reference keeps its own line in Markdown and in the terminal.
+    lines += [f"- [{n}] {p.title} ({p.source}, id {p.paper_id})"
               for n, p in enumerate(summary.references, start=1)]
     return "\n".join(lines) + "\n"

@@ -70,7 +70,7 @@ def test_commands_and_saved_transcript(seeded, tmp_path):
     for section in sections:
         body, _, references = section.partition("References:")
         cited = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
-        listed = {int(n) for n in re.findall(r"^\[(\d+)\] ", references, re.M)}
+        listed = {int(n) for n in re.findall(r"^- \[(\d+)\] ", references, re.M)}
         assert cited and cited == listed
 
 

@@ -48,7 +48,7 @@ def test_whole_collection_covers_every_paper(seeded, tmp_path):
     assert markdown.startswith("# Summary of the collection")
     body, _, references = markdown.partition("## References")
     assert body.count("\n## ") == len(summary["themes"])
-    listed = [int(n) for n in re.findall(r"^\[(\d+)\] ", references, re.M)]
+    listed = [int(n) for n in re.findall(r"^- \[(\d+)\] ", references, re.M)]
     assert listed == list(range(1, 30))
     _assert_citations_resolve(body, listed)
 

@@ -1,0 +1,37 @@
+"""Fact questions offline: the quoted sentence is the one that holds the asked figure, with
+LaTeX and Markdown read as text ("$2.13\\times$" is quoted "2.13×")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragqa.corpus import strip_marks
+
+
+@pytest.mark.parametrize(("question", "title", "figure"), [
+    ("What is the speedup of the GPU kernel generation method?", "EGG", "2.13×"),
+    ("What speedup does EGG achieve over PyTorch?", "EGG", "2.13×"),
+    ("How many tasks does τ-Voice evaluate?", "τ-Voice", "278 tasks"),
+])
+def test_a_fact_question_quotes_the_sentence_with_the_figure(seeded, question, title, figure):
+    result = seeded("ask", question, "--json")
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    first = answer["citations"][0]
+    assert first["title"] == title and figure in first["quote"], first
+    assert figure in answer["answer"].split("\n\n")[0]
+    assert "\\times" not in answer["answer"] and "$" not in answer["answer"]
+
+
+@pytest.mark.parametrize(("latex", "text"), [
+    ("a $2.13\\times$ average speedup", "a 2.13× average speedup"),
+    ("up to $\\approx 70$\\% fewer parameters", "up to ≈ 70% fewer parameters"),
+    ("error $\\leq 5$ and $\\tau$-Voice", "error ≤ 5 and τ-Voice"),
+    ("**bold** and $\\textbf{EGG}$", "bold and EGG"),
+    ("\\textsc{Lumen} keeps \\times-free words like \\timestamp", "Lumen keeps ×-free words like "
+     "\\timestamp"),
+])
+def test_latex_and_markdown_read_as_text(latex, text):
+    assert strip_marks(latex) == text
