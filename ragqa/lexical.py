@@ -8,6 +8,7 @@ and a killed ingest leaves at worst an unused folder that the next one removes.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import hashlib
@@ -27,6 +28,10 @@ import numpy as np
 from ragqa.corpus import Paper
 
 CURRENT = "CURRENT"
+# A query stem no paper uses is matched to words that extend it by at most MAX_EXTENSION
+# letters ("molecul" -> "molecular"), if it has MIN_EXTENDED_STEM letters or more.
+MIN_EXTENDED_STEM = 5
+MAX_EXTENSION = 3
 # Query words that say "find papers" rather than what to find. Removed from the lexical query
 # only; the dense query keeps the whole question.
 QUERY_STOPWORDS = {
@@ -103,6 +108,7 @@ class LexicalIndex:
         self._index_of = {pid: i for i, pid in
                           self._db.execute("SELECT idx, paper_id FROM papers")}
         self._paper_ids: dict[int, str] | None = None
+        self._vocabulary: list[str] | None = None
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -149,10 +155,44 @@ class LexicalIndex:
 
     # ------------------------------------------------------------ search
 
-    def search(self, query: str, n: int, allowed: np.ndarray | None = None
-               ) -> list[tuple[int, float]]:
-        """(paper index, BM25 score) of the n best papers, best first, positive scores only."""
-        query_terms = terms(query, query=True)
+    def query_terms(self, query: str, extend: bool = False) -> list[str]:
+        """The query's terms; with `extend`, as this collection writes them: a stem no paper
+        uses is replaced by the collection's most frequent words that extend it ("molecules"
+        stems to "molecul", which the papers write "molecular"), the stemmer leaving such pairs
+        apart. The list decision uses it; claims keep their words as written (SciFact's
+        calibration was made without it)."""
+        out: list[str] = []
+        for term in terms(query, query=True):
+            extensions = self._extensions(term) if extend and self._df(term) == 0 else []
+            out.extend(extensions or [term])
+        return out  # a word the question repeats weighs more, as BM25 has it
+
+    def _df(self, term: str) -> int:
+        tid = self._bm25.vocab_dict.get(term) if self._bm25 else None
+        if tid is None:
+            return 0
+        indptr = self._bm25.scores["indptr"]
+        return int(indptr[tid + 1] - indptr[tid])
+
+    def _extensions(self, stem: str, most: int = 2) -> list[str]:
+        if len(stem) < MIN_EXTENDED_STEM or not self._bm25:
+            return []
+        if self._vocabulary is None:
+            self._vocabulary = sorted(self._bm25.vocab_dict)
+        start = bisect.bisect_left(self._vocabulary, stem)
+        found = []
+        for word in self._vocabulary[start:start + 200]:
+            if not word.startswith(stem):
+                break
+            if len(word) - len(stem) <= MAX_EXTENSION:
+                found.append(word)
+        return sorted(found, key=lambda w: -self._df(w))[:most]
+
+    def search(self, query: str, n: int, allowed: np.ndarray | None = None,
+               extend: bool = False) -> list[tuple[int, float]]:
+        """(paper index, BM25 score) of the n best papers, best first, positive scores only
+        (`extend`: see query_terms)."""
+        query_terms = self.query_terms(query, extend)
         if not self._bm25 or not query_terms:  # only stop words: nothing for BM25 to match
             return []
         scores = self._bm25.get_scores(query_terms)

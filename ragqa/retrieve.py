@@ -165,8 +165,8 @@ REFERENCE_DIR = Path(__file__).parent / "data"
 REFERENCE_PAPERS = 200
 # Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
 LIST_MODEL = RelevanceModel(
-    weights=(-0.1868, 0.874, 1.2312, 0.9223, -0.168, 18.9436, 0.3058, -0.0758, 5.3717),
-    bias=-3.6447, threshold=0.91, gate_weights=(10.697, 2.2301, 15.9547), gate_bias=-13.2464,
+    weights=(-0.1869, 0.8739, 1.231, 0.9233, -0.1671, 18.9515, 0.3057, -0.0747, 5.344),
+    bias=-3.6477, threshold=0.91, gate_weights=(10.932, 2.2547, 15.9626), gate_bias=-13.3873,
     gate=0.4)
 _QUESTION_FRAME = re.compile(
     r"^\s*(?:(?:which|what|list|find|show(?: me)?|are there|is there|give me)\s+)?"
@@ -317,7 +317,7 @@ class Retriever:
             hits = rule.keep(hits) if cut else rule.rank(hits)
         else:
             vector = self.store.encoder.embed([topic_of(query)])[0]
-            query_terms = lexical.terms(query, query=True)
+            query_terms = self.lexical.query_terms(query)
             hits = self._fuse(self._dense(vector, n, filters),
                               self.lexical.search(query, n, allowed))
             considered = len(hits)
@@ -359,11 +359,11 @@ class Retriever:
         assert self.lexical is not None
         understood = understand(query)
         queries = self.store.encoder.embed(list(understood.subqueries))
-        query_terms = lexical.terms(understood.lexical, query=True)
+        query_terms = self.lexical.query_terms(understood.lexical, extend=True)
         where = filters.chroma_where()
         nearest = self.store.query_many(queries, n * 2, where)
         bm25 = np.zeros(self.lexical.size, dtype=np.float32)
-        for index, score in self.lexical.search(understood.lexical, n, allowed):
+        for index, score in self.lexical.search(understood.lexical, n, allowed, extend=True):
             bm25[index] = score
         pool = _CandidatePool(self.lexical, self.store)
         pool.add_nearest(nearest)
