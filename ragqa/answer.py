@@ -21,7 +21,7 @@ import numpy as np
 from ragqa import lexical
 from ragqa.corpus import split_sentences, strip_marks
 from ragqa.resources import bundled_dir
-from ragqa.retrieve import Filters, Hit, is_list_question, topic_of
+from ragqa.retrieve import Filters, Hit, best_sentence, is_list_question, topic_of
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -42,6 +42,15 @@ _QUANTITY = re.compile(
     r"(?:the |its |their |his |her )?(?:\w+ )?(speed-?up|accuracy|percentage|number|size|"
     r"score|rate|gain|improvement|reduction|error|f1|bleu|map|auc|latency|throughput|cost|"
     r"performance|perplexity|precision|recall))\b", re.IGNORECASE)
+# A follow-up about what a paper contributes, and the sentence that says it.
+_ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*",
+                                re.IGNORECASE)
+_CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work)|here we)\s+(?:\w+\s+){0,2}?"
+                           r"(?:propose|introduce|present|develop|design)s?\b", re.IGNORECASE)
+# "Which of them …", "Which ones …": a follow-up that selects among the papers.
+_SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
+# A follow-up quotes at most this many of the papers it refers to.
+MAX_FOLLOW_UP_PAPERS = 6
 # A figure: a number with a unit or a decimal point ("2.13×", "85%", "45h", "0.91"), not the
 # "1)" of an enumeration.
 _FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|[kKMB]\b|"
@@ -322,6 +331,38 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     return CheckedText(header + joiner.join(lines), citations, 0)
 
 
+def follow_up_answer(question: str, query: str, hits: Sequence[Hit], total: int
+                     ) -> CheckedText:
+    """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
+    "Which of them uses diffusion?", "What does the first one propose?"), answered from those
+    papers alone: each one that holds a word of the follow-up is quoted by its best matching
+    sentence; a question about what a paper proposes quotes its contribution sentence. Unless
+    the follow-up selects ("Which of them …"), one paper pointed at alone ("the first one",
+    "it") is always read."""
+    contribution = bool(_ASKS_CONTRIBUTION.search(question))
+    kept = [h for h in hits if h.coverage > 0]
+    if not kept and not _SELECTION.search(question) and (contribution or len(hits) == 1):
+        kept = list(hits)
+    if not kept:
+        return CheckedText(f"None of the papers it refers to addresses “{topic_of(query)}”.",
+                           [], 0)
+    terms = set(lexical.terms(query, query=True))
+    citations, lines = [], []
+    for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
+        sentences = split_sentences(hit.paper.text)
+        chosen = (_contribution_sentence(sentences) if contribution else None) \
+            or best_sentence(hit.paper.text, terms)
+        sentence = strip_marks(chosen)
+        citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source,
+                                  quote=sentence))
+        lines.append(f"> **{hit.paper.title}**: {sentence} [{n}]")
+    return CheckedText("\n\n".join(lines), citations, 0)
+
+
+def _contribution_sentence(sentences: Sequence[str]) -> str | None:
+    return next((s for s in sentences if _CONTRIBUTION.search(s)), None)
+
+
 def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
     """The sentences most likely to hold the asked-for fact, best first; figures favoured when
     the question asks for a quantity."""
@@ -364,7 +405,11 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES.
     result = retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters)
     hits, total = result.hits, result.total_papers
-    if llm is None:
+    if llm is None and filters is not None and filters.paper_ids:
+        # A chat follow-up about papers already found, offline: read those papers for it.
+        hits = retriever.search(query, filters=filters, cut=False).hits
+        checked = follow_up_answer(question, query, hits, total)
+    elif llm is None:
         if not hits and language != "English":
             hits = retriever.search(query, k=3, filters=filters, cut=False).hits
         checked = extractive_answer(question, query, hits, total)

@@ -54,7 +54,9 @@ class Session:
 
     @property
     def last_cited(self) -> list[str]:
-        return self.turns[-1].cited_ids if self.turns else []
+        """The papers of the latest turn that cited any ("them" after an answer that found
+        nothing still means the papers before it)."""
+        return next((t.cited_ids for t in reversed(self.turns) if t.cited_ids), [])
 
     def title_of(self, paper_id: str) -> str:
         for turn in reversed(self.turns):

@@ -110,3 +110,19 @@ def test_sources_always_answers(seeded):
     assert result.exit_code == 0, result.output
     assert "No answer yet: ask a question first." in result.stdout
     assert "The last answer cited no papers." in result.stdout
+
+
+def test_offline_follow_ups_read_the_papers_they_refer_to(seeded):
+    script = ["Which papers work on molecules?", "Which papers study protein folding?",
+              "How do they represent tensors?", "What does the first one propose?"]
+    turns = _turns(seeded("chat", "--json", input="\n".join(script) + "\n"))
+    molecules, protein, tensors, proposal = turns
+    assert {"TACE-v1-OAM-M", "CEITNet"} <= _titles(molecules)
+    assert not protein["citations"]
+    # "they" skips the turn that found nothing and means the molecule papers.
+    assert _titles(tensors) <= _titles(molecules) and "CEITNet" in _titles(tensors)
+    assert all("tensor" in c["quote"].lower() for c in tensors["citations"])
+    assert any("Cartesian tensor" in c["quote"] for c in tensors["citations"])
+    first = tensors["citations"][0]
+    assert [c["paper_id"] for c in proposal["citations"]] == [first["paper_id"]]
+    assert proposal["citations"][0]["quote"].startswith("We propose")
