@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa import lexical
-from ragqa.corpus import split_sentences, strip_marks
+from ragqa.corpus import contribution_sentence, split_sentences, strip_marks
 from ragqa.resources import bundled_dir
 from ragqa.retrieve import Filters, Hit, best_sentence, is_list_question, topic_of
 
@@ -45,8 +45,6 @@ _QUANTITY = re.compile(
 # A follow-up about what a paper contributes, and the sentence that says it.
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*",
                                 re.IGNORECASE)
-_CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work)|here we)\s+(?:\w+\s+){0,2}?"
-                           r"(?:propose|introduce|present|develop|design)s?\b", re.IGNORECASE)
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
 _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
 # A follow-up quotes at most this many of the papers it refers to.
@@ -349,18 +347,13 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], total: int
     terms = set(lexical.terms(query, query=True))
     citations, lines = [], []
     for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
-        sentences = split_sentences(hit.paper.text)
-        chosen = (_contribution_sentence(sentences) if contribution else None) \
+        chosen = (contribution_sentence(hit.paper.text) if contribution else None) \
             or best_sentence(hit.paper.text, terms)
         sentence = strip_marks(chosen)
         citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source,
                                   quote=sentence))
         lines.append(f"> **{hit.paper.title}**: {sentence} [{n}]")
     return CheckedText("\n\n".join(lines), citations, 0)
-
-
-def _contribution_sentence(sentences: Sequence[str]) -> str | None:
-    return next((s for s in sentences if _CONTRIBUTION.search(s)), None)
 
 
 def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:

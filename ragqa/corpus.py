@@ -219,6 +219,12 @@ def derive_title(text: str, max_words: int = 10) -> str:
     return _shorten(" ".join(words[:max_words])) + "…"
 
 
+def contribution_sentence(text: str) -> str | None:
+    """The sentence that states what the abstract contributes ("We propose …", "This work
+    introduces …"), or None."""
+    return next((s for s in split_sentences(text) if _INTRO.search(s)), None)
+
+
 def _contribution(plain: str) -> str | None:
     """The noun phrase after the first "we propose / this work introduces …", if it reads as
     one: "a low-overhead compatibility certificate for learned operator pairs, …" →

@@ -29,7 +29,7 @@ from ragqa.answer import (
     load_prompt,
     sources_block,
 )
-from ragqa.corpus import Paper
+from ragqa.corpus import Paper, contribution_sentence, strip_marks
 from ragqa.question import strip_frame
 from ragqa.retrieve import LIST_MODEL, Hit, best_sentence
 
@@ -42,6 +42,15 @@ PER_THEME = 15  # papers a theme's paragraph is written from (its most central o
 SAMPLE_FOR_K = 2000
 LLM_CONCURRENCY = 4
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
+# Words that make no key phrase on their own ("real world", "wide range", "recent advances").
+_VAGUE = frozenset(re.findall(r"\w+", """
+real world wide range recent advances extensive experiments experimental results significant
+improvements existing large scale high low small quality efficient effective novel simple
+different various key important strong better best first second new current prior future
+state art level end based driven level wise time times step steps
+"""))
+# Where a key phrase cannot run on: punctuation and brackets.
+_PHRASE_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”'’/]+|\s[-–—]\s")
 # Words that name no theme: English function words and the vocabulary of every abstract.
 _GENERIC = frozenset("""
 a about above across after again against all almost along also although always among an and
@@ -151,10 +160,32 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text) if w.lower() not in _GENERIC]
 
 
+def _phrases(text: str) -> list[tuple[str, str]]:
+    """Every candidate key phrase of a text, lower-cased and as written: runs of two or three
+    content words that no function word, generic word or punctuation breaks ("spiking neural
+    networks", "LLM agents")."""
+    found: list[tuple[str, str]] = []
+    for run in _PHRASE_BREAK.split(strip_marks(text)):
+        words = _WORD.findall(run)
+        lowered = [w.lower() for w in words]
+        for start in range(len(words)):
+            for size in (2, 3):
+                gram = lowered[start:start + size]
+                if len(gram) < size or any(w in _GENERIC for w in gram) \
+                        or all(w in _VAGUE for w in gram):
+                    continue
+                found.append((" ".join(gram), " ".join(words[start:start + size])))
+    return found
+
+
 def distinctive_terms(groups: Sequence[Sequence[Paper]], most: int = 3) -> list[list[str]]:
     """For each group, the words that are frequent in it and rare elsewhere (class TF-IDF)."""
-    counts = [Counter(w for p in group for w in set(_words(f"{p.title} {p.text}")))
-              for group in groups]
+    return _distinctive([[set(_words(f"{p.title} {p.text}")) for p in group] for group in groups],
+                        most)
+
+
+def _distinctive(groups: Sequence[Sequence[set[str]]], most: int) -> list[list[str]]:
+    counts = [Counter(w for items in group for w in items) for group in groups]
     in_groups = Counter(w for c in counts for w in c)
     names = []
     for group, count in zip(groups, counts, strict=True):
@@ -166,12 +197,54 @@ def distinctive_terms(groups: Sequence[Sequence[Paper]], most: int = 3) -> list[
     return names
 
 
+def _written(phrase: str, forms: Counter) -> str:
+    """A phrase as the papers most often write it (lower case on a tie)."""
+    return max((n, form.islower(), form) for (p, form), n in forms.items() if p == phrase)[2]
+
+
+def theme_names(groups: Sequence[Sequence[Paper]]) -> list[str]:
+    """A name a person would write for each group: its most distinctive key phrase, and a
+    second one that shares no word with it ("Speech enhancement and audio foundation models").
+    A phrase scores by the share of the group using it times its rarity among all the papers
+    summarized, and must be used by two of the group's papers (by its one paper in a group of
+    one). Where none is, the group's distinctive words name it."""
+    found = [[_phrases(f"{p.title}. {p.text}") for p in group] for group in groups]
+    docs = [[{phrase for phrase, _ in doc} for doc in group] for group in found]
+    everywhere = Counter(phrase for group in docs for doc in group for phrase in doc)
+    total = sum(len(group) for group in docs)
+    names = []
+    for group, group_docs, group_found in zip(groups, docs, found, strict=True):
+        count = Counter(phrase for doc in group_docs for phrase in doc)
+        forms = Counter(occurrence for doc in group_found for occurrence in doc)
+        uses = Counter(phrase for doc in group_found for phrase, _ in doc)
+        need = min(2, len(group_docs))  # a phrase of one paper names that paper, not a theme
+        shared = [p for p, c in count.items() if c >= need]
+        # "neural machine" gives way to "neural machine translation" when nearly as common.
+        shared = [p for p in shared if not any(p in q and p != q and uses[q] >= 0.8 * uses[p]
+                                               for q in shared)]
+        # Ties go to the phrase the papers repeat most ("speech enhancement", not the
+        # "enhancement removes noise" of one sentence).
+        ranked = sorted(shared, key=lambda p: (
+            -count[p] / len(group_docs) * math.log((total + 1) / everywhere[p]), -uses[p], p))
+        if not ranked:
+            words = distinctive_terms([group])[0]
+            names.append(", ".join(words).capitalize() if words else "Other")
+            continue
+        first = ranked[0]
+        second = next((p for p in ranked[1:4] if not set(p.split()) & set(first.split())), None)
+        name = _written(first, forms) + (f" and {_written(second, forms)}" if second else "")
+        names.append(name[:1].upper() + name[1:])
+    return names
+
+
 # ---------------------------------------------------------------- writing
 
 def _extractive_paragraph(theme: Theme, numbers: dict[str, int], terms: set[str]) -> str:
     lines = []
     for paper in theme.papers[:PER_THEME]:
-        sentence = best_sentence(paper.text, terms)
+        # What the paper contributes ("We propose …"), else the sentence nearest the topic.
+        sentence = strip_marks(contribution_sentence(paper.text) or best_sentence(paper.text,
+                                                                                  terms))
         lines.append(f"**{paper.title}**: {sentence} {_cite([numbers[paper.paper_id]])}")
     return " ".join(lines)
 
@@ -214,9 +287,10 @@ def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = Non
                       len(papers))
     if llm is None:
         terms = set(lexical.terms(topic, query=True)) if topic else set()
-        for theme, words in zip(themes, distinctive_terms([t.papers for t in themes]),
-                                strict=True):
-            theme.name = ", ".join(words) if words else "Other"
+        groups = [t.papers for t in themes]
+        for theme, name, words in zip(themes, theme_names(groups), distinctive_terms(groups),
+                                      strict=True):
+            theme.name = name
             theme.text = _extractive_paragraph(theme, numbers, terms | set(words))
         summary.overview = _overview(summary)
         return _renumber(summary)

@@ -87,3 +87,30 @@ def test_llm_theme_paragraphs_carry_checked_citations(seeded, llm_server):
     assert "[99]" not in text and "[3]" not in summary["overview"]
     _assert_citations_resolve(text, summary["references"])
     assert len(summary["references"]) == 29
+
+
+def test_offline_theme_names_are_phrases_and_sentences_are_contributions(seeded):
+    summary = _summary(seeded, "--all")
+    phrases = [t["name"] for t in summary["themes"] if ", " not in t["name"]]
+    assert len(phrases) >= 2, [t["name"] for t in summary["themes"]]
+    assert all(len(name.split()) >= 2 for name in phrases)
+    audio = _summary(seeded, "audio and speech")
+    text = " ".join(t["text"] for t in audio["themes"])
+    assert text.count("we propose") + text.count("We propose") + text.count("We introduce") >= 4
+    assert "We provide examples, model weights" not in text  # Hibiki-Zero's background line
+
+
+def test_theme_names_at_conference_scale_are_noun_phrases():
+    from ragqa.corpus import Paper
+    from ragqa.summarize import theme_names
+
+    def paper(text: str) -> Paper:
+        return Paper(paper_id=str(abs(hash(text))), title="", text=text, source="x#1")
+
+    speech = [paper(f"We study speech enhancement with diffusion, case {i}. Speech enhancement "
+                    "removes noise.") for i in range(3)]
+    graphs = [paper(f"Graph neural networks for molecules, variant {i}. We train graph neural "
+                    "networks.") for i in range(3)]
+    names = theme_names([speech, graphs])
+    assert names[0].lower().startswith("speech enhancement")
+    assert names[1].lower().startswith("graph neural networks")
