@@ -47,6 +47,8 @@ _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main id
                                 re.IGNORECASE)
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
 _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
+# An answer that cites nothing shows this many closest papers apart, uncited.
+CLOSEST_MATCHES = 3
 # A follow-up quotes at most this many of the papers it refers to.
 MAX_FOLLOW_UP_PAPERS = 6
 # A figure: a number with a unit or a decimal point ("2.13×", "85%", "45h", "0.91"), not the
@@ -271,6 +273,8 @@ class Answer:
     language: str = "English"
     notice: str = ""
     model: str = ""
+    # When no paper addresses the question: the nearest ones, shown apart and never cited.
+    closest: list[Hit] = field(default_factory=list)
 
     def as_json(self) -> dict:
         """The `ask --json` schema (README)."""
@@ -283,6 +287,8 @@ class Answer:
             "papers": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
                         "source": h.paper.source, "score": round(h.score, 6)}
                        for h in self.hits],
+            "closest": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
+                         "source": h.paper.source} for h in self.closest],
         }
 
 
@@ -419,9 +425,12 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
         score_support(checked, {h.paper.paper_id: h for h in hits}, retriever.store.encoder)
         if llm.last_finish_reason == "length":
             notice = " ".join(filter(None, [notice, CUT_SHORT]))
+    # Nothing addresses it: say so, and show what came nearest apart, uncited.
+    closest = retriever.search(query, k=CLOSEST_MATCHES, filters=filters, cut=False,
+                               sentences=False).hits if not checked.citations else []
     return Answer(question, "llm" if llm else "extractive", checked.text, checked.citations,
                   checked.unsupported, checked.dropped, hits, total, query, language, notice,
-                  llm.description if llm else "")
+                  llm.description if llm else "", closest)
 
 
 def _forward(tokens, on_token: Callable[[str], None]):

@@ -130,6 +130,11 @@ class Renderer:
         if answer.citations:
             self.console.print("\n[bold]References[/]")
             self.references([asdict(c) for c in answer.citations])
+        elif answer.closest:
+            self.console.print("\n[dim]Closest matches (none of them addresses it; not cited):[/]")
+            for hit in answer.closest:
+                self.console.print(f"  • {markup(hit.paper.title)}  [dim]{markup(hit.paper.source)}"
+                                   f" · id {markup(hit.paper.paper_id)}[/]")
 
     def references(self, citations: list[dict]) -> None:
         for c in citations:

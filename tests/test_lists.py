@@ -160,3 +160,16 @@ def test_a_summary_request_sentence_summarizes_its_topic(seeded):
     summary = json.loads(result.stdout)
     assert summary["topic"] == "audio and speech"
     assert summary["papers_considered"] >= 8
+
+
+def test_no_paper_addresses_it_and_the_closest_are_shown_apart_uncited(seeded):
+    result = seeded("ask", "Which papers study autonomous driving?", "--json")
+    answer = json.loads(result.stdout)
+    assert answer["answer"].startswith("None of the 29 papers") and not answer["citations"]
+    assert len(answer["closest"]) == 3
+    assert all({"paper_id", "title", "source"} <= set(c) for c in answer["closest"])
+    text = seeded("ask", "Which papers study autonomous driving?").stdout
+    assert "Closest matches (none of them addresses it; not cited)" in text
+    assert "[1]" not in text
+    cited = json.loads(seeded("ask", AUDIO["question"], "--json").stdout)
+    assert cited["citations"] and cited["closest"] == []
