@@ -47,6 +47,12 @@ _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main id
                                 re.IGNORECASE)
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
 _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
+# A fact answer: the cross-encoder reads this many sentences (the best by word overlap of the
+# top three papers), and quotes the best and any within NEAR_BEST of it (logits);
+# LEXICAL_WEIGHT mixes in the word-overlap score (bench/sentence_choice.py).
+READ_SENTENCES = 12
+NEAR_BEST = 1.0
+LEXICAL_WEIGHT = 2.0
 # An answer that cites nothing shows this many closest papers apart, uncited.
 CLOSEST_MATCHES = 3
 # A follow-up quotes at most this many of the papers it refers to.
@@ -362,26 +368,53 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], total: int
     return CheckedText("\n\n".join(lines), citations, 0)
 
 
-def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
-    """The sentences most likely to hold the asked-for fact, best first; figures favoured when
-    the question asks for a quantity."""
+def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarray:
+    """Word overlap of each sentence with the question (stemmed, stop words out), per square
+    root of its length; a sentence with a figure counts more when the question asks for a
+    quantity, most when it also names the measure asked for ("speedup" in "What is the
+    speedup of …")."""
     terms = set(lexical.terms(question, query=True))
     quantity = _QUANTITY.search(question)
-    # The measure asked for ("speedup" in "What is the speedup of …"), as BM25 stems it.
     measure = set(lexical.terms(quantity.group(1))) if quantity and quantity.group(1) else set()
-    scored: list[tuple[float, int, str]] = []
+    scores = np.zeros(len(sentences))
+    for i, (sentence, tokens) in enumerate(zip(sentences, map(lexical.terms, sentences),
+                                               strict=True)):
+        scores[i] = len(terms & set(tokens)) / np.sqrt(len(tokens) + 5)
+        if quantity and _FIGURE.search(strip_marks(sentence)):
+            scores[i] *= 3.0 if measure & set(tokens) else 1.5
+    return scores
+
+
+def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
+    """The sentences most likely to hold the asked-for fact, best first: the best by word
+    overlap (lexical_sentence_scores) of the top papers, read again by the cross-encoder; for
+    a quantity, only sentences that hold a figure, where any do."""
+    candidates: list[tuple[float, int, str]] = []
     for n, hit in enumerate(hits[:3], start=1):
         sentences = split_sentences(hit.paper.text)
-        for sentence, tokens in zip(sentences, map(lexical.terms, sentences), strict=True):
-            score = len(terms & set(tokens)) / np.sqrt(len(tokens) + 5) + 0.05 / n
-            if quantity and _FIGURE.search(strip_marks(sentence)):
-                score *= 3.0 if measure & set(tokens) else 1.5
-            scored.append((score, n, sentence))
-    scored.sort(key=lambda t: -t[0])
-    if not scored:
+        for score, sentence in zip(lexical_sentence_scores(question, sentences), sentences,
+                                   strict=True):
+            candidates.append((score + 0.05 / n, n, sentence))
+    candidates.sort(key=lambda t: -t[0])
+    if _QUANTITY.search(question):  # a figure is asked for: only a sentence with one holds it
+        candidates = [c for c in candidates if _FIGURE.search(strip_marks(c[2]))] or candidates
+    candidates = candidates[:READ_SENTENCES]
+    if not candidates:
         return []
-    top = scored[0][0]
-    return [(n, s) for score, n, s in scored[:most] if score >= 0.7 * top]
+    read = choose_sentences(question, [s for _, _, s in candidates],
+                            np.array([score for score, _, _ in candidates]))
+    best = read.max()
+    order = np.argsort(-read)[:most]
+    return [(candidates[i][1], candidates[i][2]) for i in order if read[i] >= best - NEAR_BEST]
+
+
+def choose_sentences(question: str, sentences: Sequence[str], lexical_scores: np.ndarray
+                     ) -> np.ndarray:
+    """How well each sentence answers the question: the cross-encoder's logit plus
+    LEXICAL_WEIGHT times the word-overlap score (bench/sentence_choice.py chose the mix)."""
+    from ragqa.rerank import cross_encoder
+
+    return cross_encoder().score(question, list(sentences)) + LEXICAL_WEIGHT * lexical_scores
 
 
 def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = None,

@@ -35,3 +35,35 @@ def test_a_fact_question_quotes_the_sentence_with_the_figure(seeded, question, t
 ])
 def test_latex_and_markdown_read_as_text(latex, text):
     assert strip_marks(latex) == text
+
+
+def test_the_cross_encoder_checks_its_files(tmp_path):
+    from ragqa.rerank import CrossEncoder, RerankError, model_dir
+
+    (tmp_path / "model.onnx").write_bytes(b"not the model")
+    (tmp_path / "tokenizer.json").write_bytes((model_dir() / "tokenizer.json").read_bytes())
+    with pytest.raises(RerankError, match="not the pinned one"):
+        CrossEncoder(tmp_path)
+
+
+def test_the_cross_encoder_reads_the_answering_sentence_first():
+    from ragqa.rerank import cross_encoder
+
+    scores = cross_encoder().score("What speedup does EGG achieve over PyTorch?", [
+        "High-performance GPU kernels are critical for reducing computational costs.",
+        "EGG achieves a 2.13× average speedup over PyTorch on KernelBench.",
+    ])
+    assert scores[1] > scores[0]
+
+
+def test_search_and_list_questions_never_load_the_cross_encoder(seeded, home):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom ragqa.cli import main\nsys.argv = ['ragqa', 'ask', "
+            "'Which papers study spiking neural networks?']\ntry:\n    main()\nexcept SystemExit:\n"
+            "    pass\nprint('LOADED' if 'ragqa.rerank' in sys.modules else 'NOT LOADED')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "RAGQA_HOME": str(home)}, timeout=120)
+    assert "A²SG" in result.stdout and "NOT LOADED" in result.stdout, result.stderr
