@@ -16,7 +16,6 @@ Half the claims (even ids) choose the weight, the other half (odd ids) report it
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import time
@@ -28,20 +27,24 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifac
 WEIGHTS = (0.0, 2.0, 5.0, 10.0, 20.0)
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
     if not (args.data / "claims_dev_rationales.jsonl").is_file():
         print(f"skipped: no SciFact rationales at {args.data}")
         return 0
+    from calibrate_support import load  # the same claims and sentences
+
     from ragqa.answer import READ_SENTENCES, lexical_sentence_scores
     from ragqa.rerank import cross_encoder
 
-    claims = [json.loads(line) for line in (args.data / "claims_dev_rationales.jsonl").open()]
-    with gzip.open(args.data / "corpus_sentences.jsonl.gz", "rt", encoding="utf-8") as handle:
-        sentences = {r["_id"]: r["sentences"] for r in map(json.loads, handle)}
+    claims, sentences = load(args.data)
     encoder = cross_encoder()
     cases, started, pairs = [], time.perf_counter(), 0
     for claim in claims:
