@@ -21,7 +21,7 @@ import numpy as np
 from ragqa import lexical
 from ragqa.corpus import contribution_sentence, split_sentences, strip_marks
 from ragqa.resources import bundled_dir
-from ragqa.retrieve import Filters, Hit, best_sentence, is_list_question, topic_of
+from ragqa.retrieve import Filters, Hit, is_list_question, topic_of
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -345,10 +345,10 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], total: int
                      ) -> CheckedText:
     """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
-    papers alone: each one that holds a word of the follow-up is quoted by its best matching
-    sentence; a question about what a paper proposes quotes its contribution sentence. Unless
-    the follow-up selects ("Which of them …"), one paper pointed at alone ("the first one",
-    "it") is always read."""
+    papers alone: each one that holds a word of the follow-up is quoted by the sentence the
+    cross-encoder reads as its best answer; a question about what a paper proposes quotes its
+    contribution sentence. Unless the follow-up selects ("Which of them …"), one paper pointed
+    at alone ("the first one", "it") is always read."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
     kept = [h for h in hits if h.coverage > 0]
     if not kept and not _SELECTION.search(question) and (contribution or len(hits) == 1):
@@ -356,11 +356,10 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], total: int
     if not kept:
         return CheckedText(f"None of the papers it refers to addresses “{topic_of(query)}”.",
                            [], 0)
-    terms = set(lexical.terms(query, query=True))
     citations, lines = [], []
     for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
         chosen = (contribution_sentence(hit.paper.text) if contribution else None) \
-            or best_sentence(hit.paper.text, terms)
+            or _best_read_sentence(query, hit.paper.text)
         sentence = strip_marks(chosen)
         citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source,
                                   quote=sentence))
@@ -406,6 +405,16 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
     best = read.max()
     order = np.argsort(-read)[:most]
     return [(candidates[i][1], candidates[i][2]) for i in order if read[i] >= best - NEAR_BEST]
+
+
+def _best_read_sentence(question: str, text: str) -> str:
+    """The sentence of one abstract that best answers the question, as the cross-encoder reads
+    the READ_SENTENCES that share most words with it."""
+    sentences = split_sentences(text) or [text]
+    overlap = lexical_sentence_scores(question, sentences)
+    top = np.argsort(-overlap)[:READ_SENTENCES]
+    read = choose_sentences(question, [sentences[i] for i in top], overlap[top])
+    return sentences[top[int(np.argmax(read))]]
 
 
 def choose_sentences(question: str, sentences: Sequence[str], lexical_scores: np.ndarray
