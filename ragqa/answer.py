@@ -341,8 +341,7 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     return CheckedText(header + joiner.join(lines), citations, 0)
 
 
-def follow_up_answer(question: str, query: str, hits: Sequence[Hit], total: int
-                     ) -> CheckedText:
+def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedText:
     """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
     papers alone: each one that holds a word of the follow-up is quoted by the sentence the
@@ -443,13 +442,14 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
                       "LLM ragqa cannot translate it. These are the closest matches; set "
                       "OPENAI_BASE_URL or OPENAI_API_KEY for a translated, written answer.")
     query = query or question
-    # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES.
-    result = retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters)
+    follow_up = llm is None and filters is not None and bool(filters.paper_ids)
+    # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES. A
+    # chat follow-up about papers already found, offline, reads all of those papers for it.
+    result = retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters,
+                              cut=not follow_up)
     hits, total = result.hits, result.total_papers
-    if llm is None and filters is not None and filters.paper_ids:
-        # A chat follow-up about papers already found, offline: read those papers for it.
-        hits = retriever.search(query, filters=filters, cut=False).hits
-        checked = follow_up_answer(question, query, hits, total)
+    if follow_up:
+        checked = follow_up_answer(question, query, hits)
     elif llm is None:
         if not hits and language != "English":
             hits = retriever.search(query, k=3, filters=filters, cut=False).hits
