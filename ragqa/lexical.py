@@ -272,9 +272,7 @@ class LexicalIndex:
         n = max(self.size, 1)
         out = {}
         for term in terms:
-            tid = self._bm25.vocab_dict.get(term) if self._bm25 else None
-            df = 0 if tid is None else int(self._bm25.scores["indptr"][tid + 1]
-                                            - self._bm25.scores["indptr"][tid])
+            df = self._df(term)
             out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
         return out
 

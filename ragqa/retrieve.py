@@ -389,7 +389,8 @@ class Retriever:
         similarity[core, -1] = _leave_one_out(pool.vectors[core])
         z = self._list_z(similarity, vectors)
         coverage = self.lexical.coverage(query_terms, pool.rows).astype(np.float64)
-        expanded_ideal = sum(w * self.lexical.idf([t])[t] for t, w in expanded_weights.items())
+        expanded_idf = self.lexical.idf(list(expanded_weights))
+        expanded_ideal = sum(w * expanded_idf[t] for t, w in expanded_weights.items())
         signals = {"z": z[:, 0], "z_best": z[:, :-1].max(axis=1), "z_feedback": z[:, -1],
                    "coverage": coverage, "bm25_share": bm25[pool.rows] / ideal,
                    "bm25_expanded": expanded[pool.rows] / (expanded_ideal or 1.0)}
@@ -506,10 +507,11 @@ class _CandidatePool:
     def add_rows(self, rows: Iterable[int]) -> None:
         candidates = list(dict.fromkeys(int(r) for r in rows))
         known = self._lexical.paper_ids_by_index(candidates)
-        new = [r for r, pid in zip(candidates, known, strict=True) if pid not in self._row_of]
-        if not new:
+        fresh = [(r, pid) for r, pid in zip(candidates, known, strict=True)
+                 if pid not in self._row_of]
+        if not fresh:
             return
-        pids = self._lexical.paper_ids_by_index(new)
+        new, pids = [r for r, _ in fresh], [pid for _, pid in fresh]
         vectors = self._store.paper_vectors(pids)
         for pid in pids:
             self._row_of[pid] = len(self.pids)
