@@ -45,6 +45,11 @@ _QUANTITY = re.compile(
 # A follow-up about what a paper contributes, and the sentence that says it.
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*",
                                 re.IGNORECASE)
+# "What does CEITNet propose?": a question for a paper's contribution, quoted by its "We propose
+# …" sentence.
+_ASKS_WHAT_PROPOSED = re.compile(
+    r"^\s*what\s+(?:does|do|did|is)\s+.+?\s+(?:propos|introduc|present|contribut)\w*\W*$",
+    re.IGNORECASE)
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
 _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
 # A fact answer: the cross-encoder reads this many sentences (the best by word overlap of the
@@ -324,7 +329,8 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         line = "- **{title}**: {sentence} [{n}]"
         joiner = "\n"
     else:
-        quoted = [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
+        quoted = _contribution_quote(question, hits) or \
+            [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
         header, line, joiner = "", "> {sentence} [{n}]", "\n\n"
     numbers: dict[str, int] = {}
     citations: list[Citation] = []
@@ -339,6 +345,14 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         lines.append(line.format(title=paper.title, sentence=sentence,
                                  n=numbers[paper.paper_id]))
     return CheckedText(header + joiner.join(lines), citations, 0)
+
+
+def _contribution_quote(question: str, hits: Sequence[Hit]) -> list[tuple[Hit, str]]:
+    """"What does X propose?" about a paper the question names: its contribution sentence."""
+    if not (hits and hits[0].named and _ASKS_WHAT_PROPOSED.search(question)):
+        return []
+    sentence = contribution_sentence(hits[0].paper.text)
+    return [(hits[0], sentence)] if sentence else []
 
 
 def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedText:

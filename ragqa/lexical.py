@@ -167,6 +167,10 @@ class LexicalIndex:
             out.extend(extensions or [term])
         return out  # a word the question repeats weighs more, as BM25 has it
 
+    def document_frequency(self, term: str) -> int:
+        """How many papers hold the (stemmed) term."""
+        return self._df(term)
+
     def _df(self, term: str) -> int:
         tid = self._bm25.vocab_dict.get(term) if self._bm25 else None
         if tid is None:

@@ -67,3 +67,36 @@ def test_search_and_list_questions_never_load_the_cross_encoder(seeded, home):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "RAGQA_HOME": str(home)}, timeout=120)
     assert "A²SG" in result.stdout and "NOT LOADED" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(("question", "title", "phrase"), [
+    # Few words in common with the abstract beyond the name: the name alone finds the paper.
+    ("What does CEITNet propose?", "CEITNet",
+     "Cartesian Environment Interaction Tensor Network"),
+    ("What does DVPD introduce?", "DVPD", "Dual-View Predictive Diffusion"),
+    ("How much faster than PyTorch are the kernels EGG generates?", "EGG", "2.13×"),
+])
+def test_a_question_naming_a_system_answers_from_its_paper(seeded, question, title, phrase):
+    answer = json.loads(seeded("ask", question, "--json").stdout)
+    assert answer["citations"], answer["answer"]
+    first = answer["citations"][0]
+    assert first["title"] == title and phrase in first["quote"], first
+
+
+def test_a_name_no_paper_holds_keeps_nothing_by_itself(seeded):
+    answer = json.loads(seeded("ask", "What does ZorbaNet-7 propose?", "--json").stdout)
+    assert not answer["citations"], answer["answer"]
+
+
+def test_a_common_name_is_no_name(seeded, home):
+    """A name-like word that many papers use ("LLM" in the seeds) says nothing about which
+    paper is meant: only rare ones count."""
+    from ragqa.config import load_settings
+    from ragqa.embeddings import make_encoder
+    from ragqa.retrieve import Retriever, named_terms
+    from ragqa.store import Store
+
+    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
+    index = Retriever(Store(settings, "default", make_encoder(settings))).lexical
+    assert index.document_frequency("llm") > 2
+    assert named_terms("Which LLM agents does CEITNet beat?", index) == ["ceitnet"]

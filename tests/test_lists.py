@@ -173,3 +173,22 @@ def test_no_paper_addresses_it_and_the_closest_are_shown_apart_uncited(seeded):
     assert "[1]" not in text
     cited = json.loads(seeded("ask", AUDIO["question"], "--json").stdout)
     assert cited["citations"] and cited["closest"] == []
+
+
+@pytest.mark.parametrize("question", [
+    "Which papers study protein structure design?",  # the molecule papers are near, not on it
+    "Which papers are about trading cryptocurrencies or predicting their prices?",
+])
+def test_a_near_miss_names_a_subject_no_paper_mentions_and_lists_nothing(seeded, question):
+    answer = json.loads(seeded("ask", question, "--json").stdout)
+    assert answer["answer"].startswith("None of the 29 papers") and not answer["citations"]
+    assert answer["closest"], "the nearest papers are still shown, apart"
+
+
+def test_a_topic_in_the_papers_words_is_no_near_miss(seeded):
+    """The same rule keeps a short topic whose words the papers use, even when the papers put
+    them in another order or form ("GPU kernel generation", "molecular")."""
+    for question, title in [("Which papers generate GPU kernels?", "EGG"),
+                            ("Which papers work on molecules?", "CEITNet"),
+                            ("Which papers are about machine translation?", "CULTURE-MT")]:
+        assert title in [r["title"] for r in _listed(seeded, question)], question

@@ -252,6 +252,14 @@ def candidate_runs(retriever, questions: list[Question]):
     return runs
 
 
+def decide(model, retriever, q: Question, hits) -> list[str]:
+    """The list a model keeps from a question's candidates, as Retriever.search decides it
+    (the near-miss rule after the model: a question naming a word no paper uses)."""
+    if retriever.names_unknown_subject(q.text):
+        return []
+    return [h.paper.paper_id for h in model.keep(list(hits))]
+
+
 def candidate_recall(runs, depth: int | None) -> float:
     values = []
     for q, hits, _ in runs:
@@ -305,6 +313,7 @@ def main() -> int:
     before = json.loads(args.before.read_text()) if args.before else {}
     report: dict = {"slices": {}}
     runs_by_slice = {}
+    retrievers = {}
     for name in [*SLICES, "seeds"]:
         questions = [q for q in load_questions(name) if q.grades]  # judged ones only
         if not questions:
@@ -312,6 +321,7 @@ def main() -> int:
         retriever = retriever_for(args.home, name, sources_of(args.home, args.data, name))
         runs = candidate_runs(retriever, questions)
         runs_by_slice[name] = runs
+        retrievers[name] = retriever
         report["slices"][name] = {
             "papers": retriever.total_papers,
             "before": summarise([question_scores(before[name][q.qid], q)
@@ -335,12 +345,12 @@ def main() -> int:
         model = calibrate([run for run in pooled if fold_of[run[0].qid] != fold])
         models.append(model)
         for q, hits, _ in (run for run in pooled if fold_of[run[0].qid] == fold):
-            kept = [h.paper.paper_id for h in model.keep(list(hits))]
-            held_out[q.slice].append(question_scores(kept, q))
+            held_out[q.slice].append(question_scores(
+                decide(model, retrievers[q.slice], q, hits), q))
     for q, hits, _ in runs_by_slice["seeds"]:  # each fold's model, averaged over the folds
         for model in models:
-            held_out["seeds"].append(question_scores([h.paper.paper_id for h in model.keep(
-                list(hits))], q))
+            held_out["seeds"].append(question_scores(
+                decide(model, retrievers["seeds"], q, hits), q))
     for name, rows in held_out.items():
         report["slices"][name]["held_out"] = summarise(rows)
     report["fold_models"] = [str(m) for m in models]
