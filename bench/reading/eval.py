@@ -104,6 +104,7 @@ def slice_file(home: Path, data: Path) -> Path:
     """HOME/slices/nips2018.jsonl, written by bench/lists/eval.py's own selection (once)."""
     spec = importlib.util.spec_from_file_location("lists_eval", HERE.parent / "lists" / "eval.py")
     lists_eval = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = lists_eval  # its dataclasses look their module up
     spec.loader.exec_module(lists_eval)
     return lists_eval.slice_file(home, data, SLICE)
 
