@@ -45,11 +45,6 @@ _QUANTITY = re.compile(
 # A follow-up about what a paper contributes, and the sentence that says it.
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*",
                                 re.IGNORECASE)
-# "What does CEITNet propose?": a question for a paper's contribution, quoted by its "We propose
-# …" sentence.
-_ASKS_WHAT_PROPOSED = re.compile(
-    r"^\s*what\s+(?:does|do|did|is)\s+.+?\s+(?:propos|introduc|present|contribut)\w*\W*$",
-    re.IGNORECASE)
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
 _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
 # A fact answer: the cross-encoder reads this many sentences (the best by word overlap of the
@@ -329,8 +324,7 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         line = "- **{title}**: {sentence} [{n}]"
         joiner = "\n"
     else:
-        quoted = _contribution_quote(question, hits) or \
-            [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
+        quoted = [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
         header, line, joiner = "", "> {sentence} [{n}]", "\n\n"
     numbers: dict[str, int] = {}
     citations: list[Citation] = []
@@ -345,14 +339,6 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         lines.append(line.format(title=paper.title, sentence=sentence,
                                  n=numbers[paper.paper_id]))
     return CheckedText(header + joiner.join(lines), citations, 0)
-
-
-def _contribution_quote(question: str, hits: Sequence[Hit]) -> list[tuple[Hit, str]]:
-    """"What does X propose?" about a paper the question names: its contribution sentence."""
-    if not (hits and hits[0].named and _ASKS_WHAT_PROPOSED.search(question)):
-        return []
-    sentence = contribution_sentence(hits[0].paper.text)
-    return [(hits[0], sentence)] if sentence else []
 
 
 def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedText:
@@ -402,7 +388,10 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
     overlap (lexical_sentence_scores) of the top papers, read again by the cross-encoder; for
     a quantity, only sentences that hold a figure, where any do."""
     candidates: list[tuple[float, int, str]] = []
-    for n, hit in enumerate(hits[:3], start=1):
+    # A question that names a system ("What does CEITNet propose?") is about the papers that
+    # name it, which the relevance cut puts first.
+    named = sum(h.named for h in hits[:3])
+    for n, hit in enumerate(hits[:named or 3], start=1):
         sentences = split_sentences(hit.paper.text)
         for score, sentence in zip(lexical_sentence_scores(question, sentences), sentences,
                                    strict=True):
@@ -436,7 +425,9 @@ def choose_sentences(question: str, sentences: Sequence[str], lexical_scores: np
     LEXICAL_WEIGHT times the word-overlap score (bench/sentence_choice.py chose the mix)."""
     from ragqa.rerank import cross_encoder
 
-    return cross_encoder().score(question, list(sentences)) + LEXICAL_WEIGHT * lexical_scores
+    # It reads text, not markup: "**D**ual-**V**iew" is "Dual-View".
+    return cross_encoder().score(question, [strip_marks(s) for s in sentences]) \
+        + LEXICAL_WEIGHT * lexical_scores
 
 
 def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = None,

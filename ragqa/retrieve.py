@@ -201,6 +201,12 @@ _LIST_QUESTION = re.compile(
     r"find (?:work|research|anything)|show me|any (?:work|research) on)\b",
     re.IGNORECASE,
 )
+# "What does the DiffPool paper propose?", "How fast is the method of the paper on …": a question
+# about one paper, not a request for a list.
+_ONE_PAPER = re.compile(
+    r"^\s*(?:what|how|which|who|when|where|why)\s+(?:\w+\s+){0,3}?(?:does|do|did|is|was|are)\s+"
+    r"(?:the|this|that|its)\s+(?:[^?]{0,60}?\s)?(?:paper|work|study|article|method|approach|"
+    r"model|system)\b(?!s)", re.IGNORECASE)
 # A bare topic ("spiking neural networks") is at most this many words.
 MAX_TOPIC_WORDS = 8
 # A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
@@ -523,13 +529,13 @@ class Retriever:
         return sorted(fused.values(), key=lambda h: (-h.score, -h.similarity - h.bm25))
 
     def _mark_named(self, hits: list[Hit], query: str) -> None:
-        """Mark the hits that hold a rare name the question uses (see NAMED_PAPERS)."""
-        names = named_terms(query, self.lexical)
-        if not names or not hits:
-            return
-        held = self.lexical.coverage(names, [h.index for h in hits])
-        for hit, share in zip(hits, held, strict=True):
-            hit.named = bool(share > 0)
+        """Mark the hits that hold a rare name the question uses (see NAMED_PAPERS): every
+        word of it ("NS-VQA" is "ns" and "vqa")."""
+        assert self.lexical is not None
+        rows = [h.index for h in hits]
+        for name in named_terms(query, self.lexical) if hits else []:
+            for hit, share in zip(hits, self.lexical.coverage(name, rows), strict=True):
+                hit.named = hit.named or bool(share > 0.999)
 
     def _score_relevance(self, hits: list[Hit], vector: np.ndarray, terms: list[str]) -> None:
         assert self.lexical is not None
@@ -623,26 +629,29 @@ def relevance_cut(hits: list[Hit], rule: CutRule) -> list[Hit]:
     return sorted(kept, key=lambda h: not h.named)
 
 
-def named_terms(question: str, index: LexicalIndex) -> list[str]:
-    """The rare names a question uses, as the collection's terms: for each name-like word, its
-    rarest term, if at most NAMED_PAPERS papers (and a tenth of a small collection) hold it."""
+def named_terms(question: str, index: LexicalIndex) -> list[list[str]]:
+    """The rare names a question uses, each as the collection's terms for it: a name-like word
+    whose rarest term at most NAMED_PAPERS papers (and a tenth of a small collection) hold."""
     most = min(NAMED_PAPERS, max(1, index.size // 10))
     names = []
     for word in question.split():
         word = word.strip(".,;:!?()[]{}\"'“”‘’")
         if not _NAME_LIKE.match(word):
             continue
-        held = sorted((index.document_frequency(t), t) for t in lexical.terms(word, query=True))
-        held = [(df, t) for df, t in held if df > 0]
-        if held and held[0][0] <= most:
-            names.append(held[0][1])
+        name = sorted(set(lexical.terms(word, query=True)))
+        counts = [index.document_frequency(t) for t in name]
+        if name and 0 < min(counts) <= most and all(counts):
+            names.append(name)
     return names
 
 
 def is_list_question(question: str) -> bool:
     """'Which papers …', 'papers on …', or a bare topic: the user wants every matching paper.
     A sentence is a claim, even with a verb that _CLAIM_LIKE does not know ("Autophagy declines
-    in aged organisms."): a topic is short and is not written as a sentence."""
+    in aged organisms."): a topic is short and is not written as a sentence. A question about
+    one paper ("What does the DiffPool paper propose?") is a fact question."""
+    if _ONE_PAPER.search(question):
+        return False
     if _LIST_QUESTION.search(question):
         return True
     if _CLAIM_LIKE.search(question.rstrip().rstrip("?")):  # "spiking networks?" is a topic

@@ -99,4 +99,7 @@ def test_a_common_name_is_no_name(seeded, home):
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     index = Retriever(Store(settings, "default", make_encoder(settings))).lexical
     assert index.document_frequency("llm") > 2
-    assert named_terms("Which LLM agents does CEITNet beat?", index) == ["ceitnet"]
+    assert named_terms("Which LLM agents does CEITNet beat?", index) == [["ceitnet"]]
+    # A name is its words as the collection has them ("τ-Voice": "voic"), one the papers lack none.
+    assert named_terms("How many tasks does τ-Voice evaluate?", index) == [["voic"]]
+    assert named_terms("What does ZorbaNet-7 propose?", index) == []
