@@ -124,7 +124,7 @@ def chunks(model: str, turn: dict) -> Iterator[dict]:
 def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
     import asyncio
 
-    from fastapi.responses import StreamingResponse
+    from fastapi.responses import Response, StreamingResponse
     from pydantic import BaseModel, ConfigDict
 
     from ragqa.serve import error_message
@@ -163,8 +163,8 @@ def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
     @api.post("/v1/chat/completions", summary="OpenAI-compatible chat completion (a chat turn)")
     def chat_completions(body: ChatCompletionBody) -> Any:
         answer = call(prepare, body)
-        if not callable(answer):
-            return answer  # the error response
+        if isinstance(answer, Response):
+            return answer  # the request's error
         if not body.stream:
             turn = call(answer)
             return completion(body.model, turn) if isinstance(turn, dict) else turn
