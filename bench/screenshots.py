@@ -134,7 +134,7 @@ def views(driver, url: str, out: Path, look: str) -> None:
     shoot(driver, out, f"{look}-paper")
     css(driver, "#panel-close")[0].click()
     css(driver, "#new-chat")[0].click()
-    ask(driver, "Which papers study quantum cooking recipes?")
+    ask(driver, "Which papers study quantum cooking?")
     shoot(driver, out, f"{look}-closest")
 
     css(driver, ".view-tab[data-view=papers]")[0].click()

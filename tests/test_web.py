@@ -32,7 +32,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--window-size=1280,900")
-XSS_TITLE = "<script>alert(1)</script><img src=x onerror=\"window.__pwned=1\">"
+XSS_TITLE = "<script>alert(1)</script><img src=x onerror=\"window.pwned=1\">"
 XSS_PAPER = {"id": "xss-title-0001", "title": XSS_TITLE, "venue": "TEST", "year": 2026,
              "abstract": "We study greenhouse tomato irrigation schedules. Drip irrigation "
                          "at dawn saves a third of the water with the same yield."}
@@ -214,7 +214,7 @@ def _assert_no_alert(driver) -> None:
 
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.text  # noqa: B018 (reading it is the check)
-    assert driver.execute_script("return window.__pwned === undefined")
+    assert driver.execute_script("return window.pwned === undefined")
 
 
 # ---------------------------------------------------------------- Ask / chat
@@ -288,7 +288,7 @@ def test_a_question_nothing_answers_lists_the_closest_papers_and_new_chat_clears
     _css(browser, "#new-chat")[0].click()
     assert _css(browser, "#thread .turn") == []
     assert browser.switch_to.active_element == _css(browser, "#question")[0]
-    question = "Which papers study quantum cooking recipes?"
+    question = "Which papers study quantum cooking?"
     expected = _post(server.url + "/api/ask", {"question": question, "llm": "none"})
     assert expected["citations"] == [] and expected["closest"]
     turn = _ask(browser, question)
@@ -367,17 +367,18 @@ def test_a_summary_renders_and_downloads_as_markdown(server, browser, tmp_path):
 def test_a_title_holding_script_renders_as_text(server, browser):
     _open(browser, server, "papers")
     _wait(browser, lambda d: len(_css(d, "#paper-list > li")) == 30)
+    assert _get(f"{server.url}/api/papers/{XSS_PAPER['id']}")["title"] == XSS_TITLE
     titles = [t.text for t in _css(browser, "#paper-list .paper-title")]
     assert XSS_TITLE in titles
-    assert browser.execute_script("return document.querySelectorAll('#paper-list img').length") == 0
+    assert browser.execute_script("return document.images.length") == 0
     _assert_no_alert(browser)
-    box = _css(browser, "#search-q")[0]
-    box.send_keys("greenhouse tomato irrigation\n")
-    _wait(browser, lambda d: "match" in _css(d, "#papers-info")[0].text)
-    _css(browser, "#paper-list .paper-title")[0].click()
+    [title] = [t for t in _css(browser, "#paper-list .paper-title") if t.text == XSS_TITLE]
+    title.click()
     _wait(browser, lambda d: _css(d, "#panel-title")[0].text == XSS_TITLE)
-    assert browser.execute_script("return document.querySelectorAll('#panel img, body script')"
-                                  ".length") == 1  # only the page's own app.js
+    # No element came out of the title: no <img>, and the only script is the page's own app.js.
+    assert browser.execute_script("return document.images.length") == 0
+    assert browser.execute_script("return [...document.scripts].map(s => s.src)") == \
+        [server.url + "/static/app.js"]
     _assert_no_alert(browser)
 
 
