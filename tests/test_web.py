@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import FULL_DUPLEX, Ragqa
+from .llm_server import Reply, prompt_of
 
 pytestmark = pytest.mark.server
 
@@ -83,13 +84,14 @@ class Server:
                 self.process.wait()
 
 
-def _start_serve(home: Path, *extra: str) -> Server:
+def _start_serve(home: Path, *extra: str, **settings: str) -> Server:
     port = _free_port()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "RAGQA_CHROMA", "RAGQA_EMBED", "RAGQA_LLM"))}
     env.update(RAGQA_HOME=str(home), RAGQA_ENV_FILE=str(home / "no.env"))
     env.pop("RAGQA_SERVE_TOKEN", None)
     env.pop("RAGQA_COLLECTION", None)
+    env.update(settings)
     log = home.parent / f"serve-{port}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -276,8 +278,22 @@ def test_the_first_highlight_is_exactly_the_quoted_sentence(server, browser):
     paper = _get(f"{server.url}/api/papers/{first['paper_id']}")
     assert first["quote"] in paper["text"]  # Moshi-RAG's sentence holds no LaTeX
     _open(browser, server)
-    turn = _ask(browser, FULL_DUPLEX)
-    turn.find_element("css selector", ".answer-text button.cite").click()
+    _ask(browser, FULL_DUPLEX)
+    # From the keyboard: Tab moves from the question box back to the last reference, then on
+    # towards the first citation; Enter opens it; the focus ring shows where the focus is.
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    first_button = _css(browser, ".answer-text button.cite")[0]
+    _css(browser, "#question")[0].click()
+    for _ in range(40):
+        ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+        if browser.switch_to.active_element == first_button:
+            break
+    assert browser.switch_to.active_element == first_button
+    assert browser.execute_script(
+        "return getComputedStyle(document.activeElement).outlineStyle") == "solid"
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
     assert _visible(browser, "#panel-abstract mark").text == first["quote"]
 
 
@@ -424,3 +440,50 @@ def test_with_a_token_the_page_asks_for_it_and_works_after(web_home, browser, tm
         assert token not in server.log.read_text(errors="replace")
     finally:
         server.stop()
+
+
+def _cite_moshi_and_tau(body: dict) -> Reply:
+    numbers = dict((title, n) for n, title in
+                   re.findall(r'<source n="(\d+)" title="([^"]*)"', prompt_of(body)))
+    return Reply(f"Moshi-RAG combines a compact full-duplex interface with selective retrieval "
+                 f"[{numbers['Moshi-RAG']}]. τ-Voice is a benchmark for full-duplex voice agents "
+                 f"[{numbers['τ-Voice']}].", chunk_delay=0.05)
+
+
+def test_an_llm_answer_streams_into_the_page_token_by_token(web_home, browser, tmp_path,
+                                                           llm_server):
+    llm_server.reply = _cite_moshi_and_tau
+    home = tmp_path / "llm-home"
+    shutil.copytree(web_home, home)
+    key = "sk-web-canary-0b1c2d3e4f"
+    server = _start_serve(home, OPENAI_BASE_URL=llm_server.url, OPENAI_API_KEY=key,
+                          RAGQA_LLM_MODEL="loopback-model", RAGQA_LLM_RETRIES="0")
+    try:
+        _open(browser, server)
+        assert _css(browser, "#mode")[0].text == "LLM: loopback-model"
+        # Record what the page shows while the answer is being written.
+        browser.execute_script("""
+            window.seen = [];
+            new MutationObserver(() => {
+              const live = document.querySelector('#thread .streaming');
+              const text = live && live.textContent;
+              if (text && text !== window.seen.at(-1)) window.seen.push(text);
+            }).observe(document.getElementById('thread'),
+                       {subtree: true, childList: true, characterData: true});""")
+        turn = _ask(browser, FULL_DUPLEX)
+        seen = [s for s in browser.execute_script("return window.seen") if "Moshi" in s]
+        assert len(seen) >= 3, seen  # the text grew in steps, as the tokens came
+        assert all(b.startswith(a.strip()) for a, b in zip(seen, seen[1:], strict=False))
+        text = turn.find_element("css selector", ".answer-text").text
+        assert "Moshi-RAG combines a compact full-duplex interface" in text
+        assert "Answer (LLM: loopback-model" in turn.text
+        titles = [b.text for b in turn.find_elements("css selector", ".refs li button")]
+        assert titles == ["Moshi-RAG", "τ-Voice"]
+        turn.find_element("css selector", ".answer-text button.cite").click()
+        mark = _visible(browser, "#panel-abstract mark")
+        paper_text = _get(f"{server.url}/api/papers/7a6f3d2432b8bff8")["text"]
+        assert _css(browser, "#panel-title")[0].text == "Moshi-RAG" and mark.text in paper_text
+        assert key not in browser.page_source
+    finally:
+        server.stop()
+    assert key not in server.log.read_text(errors="replace")

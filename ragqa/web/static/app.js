@@ -248,19 +248,21 @@ function citations(parent, text, cite) {
   let last = 0;
   for (const match of text.matchAll(CITATION)) {
     parent.append(text.slice(last, match.index));
-    parent.append("[");
+    // One unbreakable group, so that "[" never ends a line with its numbers on the next.
+    const group = el("span", { class: "cites" }, "[");
     match[1].split(/\s*,\s*/).forEach((part, i) => {
-      if (i) parent.append(", ");
+      if (i) group.append(", ");
       const range = part.split(/\s*[-–]\s*/).map(Number);
       const numbers = range.length === 2 && range[1] >= range[0] && range[1] - range[0] < 50
         ? Array.from({ length: range[1] - range[0] + 1 }, (_, j) => range[0] + j)
         : [range[0]];
       numbers.forEach((n, j) => {
-        if (j) parent.append("–");
-        parent.append(cite(n, text.slice(last, match.index)));
+        if (j) group.append("–");
+        group.append(cite(n, text.slice(last, match.index)));
       });
     });
-    parent.append("]");
+    group.append("]");
+    parent.append(group);
     last = match.index + match[0].length;
   }
   parent.append(text.slice(last));
