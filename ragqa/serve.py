@@ -253,7 +253,8 @@ def _bodies():
     return AskBody, SearchBody, SummarizeBody, ChatBody
 
 
-def create_app(core: "App", token: str = "", cors: str | None = None) -> Any:
+def create_app(core: "App", token: str = "", cors: str | None = None,
+               host: str = "127.0.0.1") -> Any:
     """The ASGI application: routes over `core`, guarded by the token and the body limit."""
     from fastapi import FastAPI, Query
     from fastapi.exceptions import RequestValidationError
@@ -263,9 +264,9 @@ def create_app(core: "App", token: str = "", cors: str | None = None) -> Any:
     from ragqa import __version__
 
     AskBody, SearchBody, SummarizeBody, ChatBody = _bodies()
-    mcp = _mcp_app(core)
+    mcp = _mcp_app(core, host)
     api = FastAPI(title="ragqa", version=__version__, docs_url=None, redoc_url=None,
-                  lifespan=mcp.lifespan if mcp else None,
+                  lifespan=mcp.router.lifespan_context if mcp else None,
                   description="Cited answers from ML-paper abstracts. Schemas: the README's "
                   "'JSON output' section; every error is {\"error\": \"one line\"}.")
 
@@ -333,8 +334,8 @@ def create_app(core: "App", token: str = "", cors: str | None = None) -> Any:
     add_openai_routes(api, core, call)
     _add_docs(api)
     _add_web(api)
-    if mcp:
-        api.mount("/mcp", mcp.app)
+    if mcp:  # its one route, /mcp (a mount would answer at /mcp/ and redirect /mcp)
+        api.router.routes.extend(mcp.routes)
     app: Any = api
     if cors:
         from starlette.middleware.cors import CORSMiddleware
@@ -345,7 +346,7 @@ def create_app(core: "App", token: str = "", cors: str | None = None) -> Any:
     return Guard(app, token)
 
 
-def _mcp_app(core: "App"):
+def _mcp_app(core: "App", host: str):
     """The MCP tools as a streamable-HTTP app, or None when the mcp SDK is missing."""
     try:
         from ragqa.mcp_server import http_app
@@ -353,7 +354,7 @@ def _mcp_app(core: "App"):
         if exc.name not in ("mcp", "ragqa.mcp_server"):
             raise
         return None
-    return http_app(core)
+    return http_app(core, host)
 
 
 def _add_web(api: Any) -> None:
@@ -422,7 +423,7 @@ def run(core: "App", host: str, port: int, token: str = "", cors: str | None = N
     saved whole or not at all: chat.save_session writes atomically)."""
     import uvicorn
 
-    app = create_app(core, token, cors)
+    app = create_app(core, token, cors, host)
     sys.stderr.write(f"ragqa: serving collection {core.name!r} on http://{host}:{port}/ "
                      f"({'token required' if token else 'no token'}; Ctrl-C stops)\n")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
