@@ -487,3 +487,13 @@ def test_an_llm_answer_streams_into_the_page_token_by_token(web_home, browser, t
     finally:
         server.stop()
     assert key not in server.log.read_text(errors="replace")
+
+
+def test_a_refused_request_is_one_error_line_in_the_page(server, browser):
+    _open(browser, server, "papers")
+    # Over the server's 64 KB body limit: its JSON error is shown as a line, the page stays.
+    browser.execute_script("document.getElementById('search-q').value = 'speech '.repeat(12000);"
+                           "document.getElementById('search-form').requestSubmit();")
+    line = _visible(browser, "#error", 20)
+    assert line.text and "\n" not in line.text and "Traceback" not in line.text
+    assert _css(browser, "#paper-list > li")  # the list is still there
