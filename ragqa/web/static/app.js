@@ -446,7 +446,7 @@ async function openPaper(paperId, quote, opener) {
     if (span) {
       const mark = el("mark", {}, paper.text.slice(span[0], span[1]));
       abstract.append(paper.text.slice(0, span[0]), mark, paper.text.slice(span[1]));
-      mark.scrollIntoView({ block: "nearest" });
+      mark.scrollIntoView({ block: "center" });
       $("panel-note").textContent = "Highlighted: the sentence the answer quotes.";
     } else {
       abstract.textContent = paper.text;
