@@ -297,6 +297,21 @@ def test_the_first_highlight_is_exactly_the_quoted_sentence(server, browser):
     assert _visible(browser, "#panel-abstract mark").text == first["quote"]
 
 
+def test_a_quote_read_from_latex_is_highlighted_in_the_abstract_that_holds_the_latex(server,
+                                                                                    browser):
+    question = "What speedup does the kernel-generation agent reach?"
+    expected = _post(server.url + "/api/ask", {"question": question, "llm": "none"})
+    [citation] = expected["citations"]
+    paper = _get(f"{server.url}/api/papers/{citation['paper_id']}")
+    assert "2.13×" in citation["quote"] and "$2.13\\times$" in paper["text"]
+    _open(browser, server)
+    turn = _ask(browser, question)
+    turn.find_element("css selector", ".answer-text button.cite").click()
+    mark = _visible(browser, "#panel-abstract mark").get_attribute("textContent")
+    assert "$2.13\\times$" in mark and mark in paper["text"]
+    assert _letters(mark) == _letters(citation["quote"])
+
+
 def test_a_question_nothing_answers_lists_the_closest_papers_and_new_chat_clears(server,
                                                                                 browser):
     _open(browser, server)
