@@ -36,14 +36,6 @@ OPEN_PATHS = ("/", "/index.html", "/api/health", "/favicon.ico")
 OPEN_PREFIXES = ("/static/",)
 
 
-class ServeError(Exception):
-    """A request the server refuses: its status and one line."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 # ---------------------------------------------------------------- errors
 
 def error_status(exc: BaseException) -> int:
@@ -51,8 +43,6 @@ def error_status(exc: BaseException) -> int:
     from ragqa.app import NotFound, UsageError
     from ragqa.config import ConfigError
 
-    if isinstance(exc, ServeError):
-        return exc.status
     if isinstance(exc, NotFound):
         return 404
     if isinstance(exc, UsageError | ConfigError):
@@ -336,14 +326,14 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     _add_web(api)
     if mcp:  # its one route, /mcp (a mount would answer at /mcp/ and redirect /mcp)
         api.router.routes.extend(mcp.routes)
-    app: Any = api
-    if cors:
+    app: Any = Guard(api, token)
+    if cors:  # outside the guard: preflights carry no token, and a 401 must reach the page
         from starlette.middleware.cors import CORSMiddleware
 
         app = CORSMiddleware(app, allow_origins=[cors], allow_methods=["GET", "POST"],
                              allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id",
                                             "Mcp-Protocol-Version", "Last-Event-ID"])
-    return Guard(app, token)
+    return app
 
 
 def _mcp_app(core: "App", host: str):

@@ -19,6 +19,7 @@ from .serve_helpers import RagqaServer
 pytestmark = pytest.mark.server
 
 KEY = "sk-openai-compat-canary-61d0b7"
+TOKEN = "openai-compat-token-canary-2f9e"
 PAGE = "http://page.example"
 FOLLOW_UP = "Which of them uses retrieval?"
 
@@ -45,8 +46,9 @@ def llm():
 def served(_seeded_template, tmp_path_factory, llm):
     home = tmp_path_factory.mktemp("openai") / "home"
     shutil.copytree(_seeded_template, home)
-    server = RagqaServer(home, "--cors", PAGE, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=llm.url,
-                         RAGQA_LLM_MODEL="loopback-model", RAGQA_LLM_RETRIES="0")
+    server = RagqaServer(home, "--cors", PAGE, "--token", TOKEN, OPENAI_API_KEY=KEY,
+                         OPENAI_BASE_URL=llm.url, RAGQA_LLM_MODEL="loopback-model",
+                         RAGQA_LLM_RETRIES="0")
     try:
         server.wait_ready()
         yield server
@@ -56,8 +58,8 @@ def served(_seeded_template, tmp_path_factory, llm):
 
 @pytest.fixture(scope="module")
 def client(served):
-    # Any key: without --token the server asks for none, and the client wants one.
-    with openai.OpenAI(base_url=f"{served.url}/v1", api_key="unused", max_retries=0) as c:
+    # The server's token is the client's API key: the client sends it as a bearer token.
+    with openai.OpenAI(base_url=f"{served.url}/v1", api_key=TOKEN, max_retries=0) as c:
         yield c
 
 
@@ -146,7 +148,10 @@ def test_with_an_llm_the_follow_up_is_condensed_and_streamed(client, llm):
     assert _references(text)[0][1] == "Moshi-RAG"
 
 
-def test_errors_are_openai_errors(client):
+def test_errors_are_openai_errors(client, served):
+    with openai.OpenAI(base_url=f"{served.url}/v1", api_key="wrong", max_retries=0) as other, \
+            pytest.raises(openai.AuthenticationError):
+        other.models.list()
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="ragqa-nosuch",
                                        messages=[{"role": "user", "content": "x"}])
@@ -161,12 +166,19 @@ def test_errors_are_openai_errors(client):
 
 def test_cors_answers_only_the_origin_it_was_given(served):
     for origin, allowed in ((PAGE, True), ("http://other.example", False)):
+        # A preflight carries no token: answered by CORS before the token check.
         preflight = httpx.options(f"{served.url}/v1/chat/completions", headers={
             "Origin": origin, "Access-Control-Request-Method": "POST",
             "Access-Control-Request-Headers": "authorization,content-type"})
         assert (preflight.headers.get("access-control-allow-origin") == origin) is allowed
+        assert preflight.status_code == (200 if allowed else 400)
+        # A request without the token is refused, and the page may read why.
+        refused = httpx.get(f"{served.url}/v1/models", headers={"Origin": origin})
+        assert refused.status_code == 401 and set(refused.json()) == {"error"}
+        assert (refused.headers.get("access-control-allow-origin") == origin) is allowed
 
 
 def test_no_secret_in_the_logs(served):
-    assert KEY not in served.stdout and KEY not in served.stderr
+    for secret in (KEY, TOKEN):
+        assert secret not in served.stdout and secret not in served.stderr
     assert "Traceback" not in served.stderr

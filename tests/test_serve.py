@@ -306,6 +306,27 @@ def test_another_address_without_a_token_is_refused(tmp_path):
     assert not (tmp_path / "home").exists()  # refused before opening anything
 
 
+def test_a_client_that_leaves_mid_stream_cancels_the_turn(api, served, llm):
+    words = " ".join(["Moshi-RAG is a full-duplex speech model [1]."] * 8)
+    llm.reply = lambda body: Reply(words, word_delay=0.08)  # about 4 s of writing
+    chats = served.home / "chats"
+    before = set(chats.iterdir()) if chats.is_dir() else set()
+    try:
+        with httpx.Client(base_url=served.url, timeout=60) as client, client.stream(
+                "POST", "/api/chat", headers=AUTH,
+                json={"message": FULL_DUPLEX, "stream": True}) as response:
+            for line in response.iter_lines():
+                if line.startswith("event: token"):
+                    break  # the model is writing: leave
+        time.sleep(6)  # past the time the whole answer would have taken
+        # Cancelled at its next token: no turn saved, and the server answers as before.
+        after = set(chats.iterdir()) if chats.is_dir() else set()
+        assert after == before
+        assert api("GET", "/api/health").json()["status"] == "ok"
+    finally:
+        llm.reply = _cite_full_duplex
+
+
 def test_sigterm_during_a_turn_stops_cleanly_and_no_secret_leaked(api, served, llm):
     """The last test of the module: it stops the server."""
     llm.reply = lambda body: Reply("Moshi-RAG is a full-duplex model [1].", delay=1.5)
