@@ -512,3 +512,31 @@ def test_a_refused_request_is_one_error_line_in_the_page(server, browser):
     line = _visible(browser, "#error", 20)
     assert line.text and "\n" not in line.text and "Traceback" not in line.text
     assert _css(browser, "#paper-list > li")  # the list is still there
+
+
+def test_a_large_collection_is_listed_fifty_papers_a_page(browser, tmp_path):
+    home = tmp_path / "many-home"
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps({
+        "id": f"paper-{i:03d}", "title": f"Paper number {i:03d}",
+        "abstract": f"We study problem {i} of sorting networks with {i} comparators."}) + "\n"
+        for i in range(1, 61)), encoding="utf-8")
+    result = Ragqa({"RAGQA_HOME": str(home)})("ingest", str(source), "--quiet")
+    assert result.exit_code == 0, result.output
+    server = _start_serve(home)
+    try:
+        _open(browser, server, "papers")
+        _wait(browser, lambda d: len(_css(d, "#paper-list > li")) == 50)
+        assert _css(browser, "#papers-info")[0].text == "Papers 1–50 of 60"
+        assert _css(browser, "#page-prev")[0].get_attribute("disabled") is not None
+        _css(browser, "#page-next")[0].click()
+        _wait(browser, lambda d: len(_css(d, "#paper-list > li")) == 10)
+        assert _css(browser, "#papers-info")[0].text == "Papers 51–60 of 60"
+        page = _get(server.url + "/api/papers?offset=50&limit=50")["papers"]
+        assert [t.text for t in _css(browser, "#paper-list .paper-title")] == \
+            [p["title"] for p in page]
+        assert _css(browser, "#page-next")[0].get_attribute("disabled") is not None
+        _css(browser, "#page-prev")[0].click()
+        _wait(browser, lambda d: len(_css(d, "#paper-list > li")) == 50)
+    finally:
+        server.stop()
