@@ -232,7 +232,8 @@ class App:
                 store = Store(self.settings, self.name, self._retriever.store.encoder)
                 store.reopen()
                 self._retriever = Retriever(store)
-            self._snapshot = self._current_snapshot()
+            index = self._retriever.lexical
+            self._snapshot = index.folder.name if index else None  # the one it opened
             return self._retriever
 
     def other(self, name: str) -> App:
@@ -349,9 +350,11 @@ class App:
         return summaries.as_json(summary), summaries.to_markdown(summary)
 
     def papers(self, offset: int = 0, limit: int = 50) -> dict:
-        items = all_papers(self.retriever())
-        return {"total": len(items), "offset": offset, "limit": limit,
-                "papers": [paper_json(p) for p in items[offset:offset + limit]]}
+        """A page of `papers --json`'s list (read page by page: a collection may hold 40,000)."""
+        index = self.retriever().lexical
+        items = index.papers_page(offset, limit) if index else []
+        return {"total": index.size if index else 0, "offset": offset, "limit": limit,
+                "papers": [paper_json(p) for p in items]}
 
     def show(self, paper_id: str) -> dict:
         return paper_json(find_paper(self.retriever(), self.name, paper_id))

@@ -588,9 +588,10 @@ def serve(
         settings, name = _settings(collection)
         secret = token if token is not None else settings.serve_token.reveal()
         server.check_bind(host, secret)
+        listening = server.listen(host, port)  # a port in use fails before the model loads
         core = operations.App(settings, name)
-        core.retriever()  # load the embedder, Chroma and the BM25 snapshot before listening
-        server.run(core, host, port, secret, cors)
+        core.retriever()  # the embedder, Chroma and the BM25 snapshot, before any request
+        server.run(core, listening, secret, cors)
 
 
 @app.command()

@@ -17,6 +17,7 @@ import contextlib
 import hmac
 import json
 import signal
+import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -408,21 +409,39 @@ def check_bind(host: str, token: str) -> None:
                          "RAGQA_SERVE_TOKEN (or bind 127.0.0.1)")
 
 
-def run(core: "App", host: str, port: int, token: str = "", cors: str | None = None) -> None:
+def run(core: "App", listening: socket.socket, token: str = "", cors: str | None = None
+        ) -> None:
     """Serve until Ctrl-C or SIGTERM; uvicorn lets requests in flight finish (a chat turn is
     saved whole or not at all: chat.save_session writes atomically)."""
     import uvicorn
 
+    host, port = listening.getsockname()[:2]
     app = create_app(core, token, cors, host)
     sys.stderr.write(f"ragqa: serving collection {core.name!r} on http://{host}:{port}/ "
                      f"({'token required' if token else 'no token'}; Ctrl-C stops)\n")
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            timeout_graceful_shutdown=30, server_header=False)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30,
+                            server_header=False)
     # uvicorn stops gracefully on the signal, then raises it again for the handler it found:
     # this one, so that a stop asked for is exit code 0, not death by signal.
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, _stopped)
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[listening])
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says "serving" (a port in use is one line,
+    exit 1, rather than uvicorn's log and exit 3)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 def _stopped(signum: int, frame: Any) -> None:

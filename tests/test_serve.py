@@ -306,6 +306,15 @@ def test_another_address_without_a_token_is_refused(tmp_path):
     assert not (tmp_path / "home").exists()  # refused before opening anything
 
 
+def test_a_port_in_use_is_one_line_and_exit_1(served, tmp_path):
+    env = server_env(tmp_path / "home")
+    result = subprocess.run([sys.executable, "-m", "ragqa", "serve", "--port", str(served.port)],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"ragqa: error: cannot listen on 127.0.0.1:{served.port}: Address already in use"]
+
+
 def test_a_client_that_leaves_mid_stream_cancels_the_turn(api, served, llm):
     words = " ".join(["Moshi-RAG is a full-duplex speech model [1]."] * 8)
     llm.reply = lambda body: Reply(words, word_delay=0.08)  # about 4 s of writing
