@@ -18,14 +18,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ragqa import __version__
+from ragqa import app as operations
+from ragqa.app import UsageError, paper_json, search_json
+from ragqa.app import llm_for as _llm_for
+from ragqa.app import open_for_query as _open_for_query
+from ragqa.app import open_store as _open_store
+from ragqa.app import settings_for as _settings
 from ragqa.text import clean_question, json_text, safe
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
-    from ragqa.corpus import Paper
     from ragqa.render import Renderer
-    from ragqa.retrieve import Filters, Retriever, SearchResult
-    from ragqa.store import Store
+    from ragqa.retrieve import Filters, Retriever
 
 app = typer.Typer(
     help="Question answering over collections of ML-paper abstracts, with citations that point "
@@ -54,10 +58,6 @@ def _markup(text: str) -> str:
     from ragqa.render import markup
 
     return markup(text)
-
-
-class UsageError(ValueError):
-    """Bad arguments (exit code 2)."""
 
 
 def _question(text: str) -> str:
@@ -105,52 +105,6 @@ def _errors(debug: bool) -> Iterator[None]:
         raise typer.Exit(code or 1) from None
 
 
-def _settings(collection: str | None) -> tuple[Settings, str]:
-    from ragqa.config import load_settings
-    from ragqa.store import validate_collection_name
-
-    settings = load_settings()
-    name = collection or settings.collection
-    try:
-        validate_collection_name(name)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return settings, name
-
-
-def _open_store(settings: Settings, name: str) -> Store:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ragqa.embeddings import make_encoder
-
-    # Loading the model (~0.5 s, mostly in onnxruntime's C++) and importing chromadb (~1 s)
-    # overlap when done side by side: a cold `ragqa search` starts 0.4 s sooner.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        loading = pool.submit(make_encoder, settings)
-        import chromadb  # noqa: F401 - the slow import, meanwhile
-
-        encoder = loading.result()
-    from ragqa.store import Store
-
-    return Store(settings, name, encoder)
-
-
-def _open_for_query(settings: Settings, name: str, quiet: bool = False) -> Retriever:
-    """The retriever of a collection; a collection never filled gets the bundled seeds first."""
-    from ragqa.ingest import finish_interrupted_rebuild, ingest_paths
-    from ragqa.resources import seed_files
-    from ragqa.retrieve import Retriever
-
-    store = _open_store(settings, name)
-    finish_interrupted_rebuild(store)
-    if not store.exists() or store.count() == 0:
-        if not quiet:
-            sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
-                             "ICML 2026 seeds (29 abstracts) first\n")
-        ingest_paths(store, seed_files(), only_if_empty=True)
-    return Retriever(store)
-
-
 # ---------------------------------------------------------------- ingest
 
 @app.command()
@@ -191,26 +145,6 @@ def ingest(
 
 
 # ---------------------------------------------------------------- search
-
-def _hit_json(rank: int, hit: Any) -> dict:
-    paper = hit.paper
-    return {
-        "rank": rank, "paper_id": paper.paper_id, "title": paper.title, "source": paper.source,
-        "score": round(hit.score, 6), "similarity": round(hit.similarity, 4),
-        "bm25": round(hit.bm25, 4), "z": round(hit.z, 3), "coverage": round(hit.coverage, 3),
-        "best_sentence": hit.best_sentence, "venue": paper.venue, "year": paper.year,
-        "authors": paper.authors, "url": paper.url,
-    }
-
-
-def search_json(result: SearchResult, collection: str) -> dict:
-    return {
-        "query": result.query, "collection": collection, "total_papers": result.total_papers,
-        "filters": result.filters, "relevance_cut": result.cut_applied,
-        "candidates": result.considered,
-        "results": [_hit_json(i, h) for i, h in enumerate(result.hits, start=1)],
-    }
-
 
 def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, filters: Filters) -> None:
     """BEIR-style: one `{"_id","text"}` per input line, one result line per query."""
@@ -266,8 +200,7 @@ def search(
             _run_batch(retriever, batch, k or 100, cut, filters)
             return
         assert question is not None
-        result = retriever.search(question, k=k or (10 if no_cut else None), filters=filters,
-                                  cut=not no_cut)
+        result = operations.search(retriever, question, k, cut=not no_cut, filters=filters)
         if as_json:
             out.json(search_json(result, name))
         else:
@@ -275,16 +208,6 @@ def search(
 
 
 # ---------------------------------------------------------------- ask
-
-def _llm_for(settings: Settings, choice: str | None):
-    from ragqa.llm import make_llm
-
-    if choice not in (None, "auto", "openai", "none"):
-        raise UsageError(f"--llm must be auto, openai or none, not {choice!r}")
-    if choice and choice != "auto":
-        settings = settings.with_overrides(llm=choice)
-    return make_llm(settings)
-
 
 @app.command()
 def ask(
@@ -357,9 +280,7 @@ class ChatShell:
             return True
         save_session(self.settings, self.session)
         if self.as_json:
-            record = {**turn.answer, "standalone_question": turn.standalone,
-                      "session_id": self.session.session_id, "turn": len(self.session.turns)}
-            sys.stdout.write(json_text(record) + "\n")
+            sys.stdout.write(json_text(operations.turn_json(self.session, turn)) + "\n")
             sys.stdout.flush()
         else:
             if turn.standalone != turn.question:
@@ -610,13 +531,6 @@ def eval_(
 
 # ---------------------------------------------------------------- papers, show
 
-def paper_json(paper: Paper) -> dict:
-    record = asdict(paper)
-    del record["source_path"]  # a path of the ingesting machine; `source` names the file
-    record["code_urls"] = paper.code_urls
-    return record
-
-
 @app.command()
 def papers(
     full: Annotated[bool, typer.Option("--full", help="Print each abstract too.")] = False,
@@ -627,10 +541,9 @@ def papers(
     with _errors(debug):
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json)
-        items = retriever.lexical.all_papers() if retriever.lexical else []
+        items = operations.all_papers(retriever)
         if as_json:
-            out.json({"collection": name, "count": len(items),
-                      "papers": [paper_json(p) for p in items]})
+            out.json(operations.papers_json(items, name))
         else:
             out.paper_table(items, name, full)
 
@@ -645,20 +558,52 @@ def show(
     with _errors(debug):
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json)
-        index = retriever.lexical
-        paper = index.paper(paper_id) if index else None
-        if paper is None and index:
-            matches = index.find_prefix(paper_id)
-            if len(matches) > 1:
-                raise UsageError(f"{paper_id!r} is the start of several ids: "
-                                 f"{', '.join(matches)}")
-            paper = index.paper(matches[0]) if matches else None
-        if paper is None:
-            raise UsageError(f"no paper with id {paper_id!r} in collection {name!r}")
+        paper = operations.find_paper(retriever, name, paper_id)
         if as_json:
             out.json(paper_json(paper))
         else:
             out.paper(paper)
+
+
+# ---------------------------------------------------------------- serve, mcp
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to listen on; anything but loopback needs --token.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8000,
+    token: Annotated[str | None, typer.Option(
+        "--token", help="Require 'Authorization: Bearer TOKEN' (default: RAGQA_SERVE_TOKEN; "
+        "the variable keeps it out of the process list).", show_default=False)] = None,
+    cors: Annotated[str | None, typer.Option(
+        "--cors", metavar="ORIGIN", help="Let pages from this origin call the API "
+        "(default: no CORS).")] = None,
+    collection: CollectionOpt = None, debug: DebugOpt = False,
+) -> None:
+    """Serve the collection over HTTP: JSON API, web page, OpenAI-compatible /v1, MCP at /mcp."""
+    from ragqa import serve as server
+
+    with _errors(debug):
+        settings, name = _settings(collection)
+        secret = token if token is not None else settings.serve_token.reveal()
+        server.check_bind(host, secret)
+        listening = server.listen(host, port)  # a port in use fails before the model loads
+        core = operations.App(settings, name)
+        core.retriever()  # the embedder, Chroma and the BM25 snapshot, before any request
+        server.run(core, listening, secret, cors)
+
+
+@app.command()
+def mcp(collection: CollectionOpt = None, debug: DebugOpt = False) -> None:
+    """Serve the Model Context Protocol over stdio (for Claude Desktop, Cursor, ...)."""
+    from ragqa import mcp_server
+
+    with _errors(debug):
+        settings, name = _settings(collection)
+        core = operations.App(settings, name)
+        core.retriever()
+        mcp_server.run_stdio(core)
 
 
 # ---------------------------------------------------------------- doctor

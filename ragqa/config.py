@@ -84,6 +84,8 @@ class Settings:
     chat_memory_tokens: int = 2000  # history a follow-up is condensed with
     # Behaviour
     lock_timeout: float = 60.0
+    # `ragqa serve`: the bearer token its routes require (empty: none, loopback only)
+    serve_token: Secret = field(default_factory=lambda: Secret(""))
 
     @property
     def uses_chroma_server(self) -> bool:
@@ -205,13 +207,14 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         llm_gguf=Path(gguf).expanduser() if gguf else None,
         chat_memory_tokens=_int(env, "RAGQA_CHAT_MEMORY_TOKENS", 2000, minimum=100),
         lock_timeout=_float(env, "RAGQA_LOCK_TIMEOUT", 60.0),
+        serve_token=Secret(env.get("RAGQA_SERVE_TOKEN", "").strip()),
     )
     if settings.chunk_overlap >= settings.chunk_tokens:
         raise ConfigError("RAGQA_CHUNK_OVERLAP must be smaller than RAGQA_CHUNK_TOKENS")
     if settings.chunk_tokens > 254 and settings.embed_provider == "local":
         raise ConfigError("RAGQA_CHUNK_TOKENS must be at most 254 with the local embedder")
     if any(secret.reveal() for secret in (settings.openai_api_key, settings.embed_api_key,
-                                          settings.chroma_token)):
+                                          settings.chroma_token, settings.serve_token)):
         _scrub_heap_memory()
     return settings
 

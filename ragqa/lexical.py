@@ -133,6 +133,12 @@ class LexicalIndex:
         rows = self._db.execute("SELECT json FROM papers ORDER BY source_file, position, idx")
         return [Paper(**json.loads(r[0])) for r in rows]
 
+    def papers_page(self, offset: int, limit: int) -> list[Paper]:
+        """`limit` papers from `offset`, in the order of `all_papers` (a server's pages)."""
+        rows = self._db.execute("SELECT json FROM papers ORDER BY source_file, position, idx "
+                                "LIMIT ? OFFSET ?", (limit, offset))
+        return [Paper(**json.loads(r[0])) for r in rows]
+
     def find_prefix(self, prefix: str) -> list[str]:
         rows = self._db.execute("SELECT paper_id FROM papers WHERE paper_id LIKE ? ESCAPE '\\' "
                                 "LIMIT 5", (_like_prefix(prefix),))

@@ -28,6 +28,7 @@ class Reply:
     cut_body: bool = False  # not streaming: send half of the JSON body, then close
     error_message: str = ""  # status != 200: the error body's message (default: scripted)
     finish_reason: str = "stop"  # "length": the reply stopped at the model's output limit
+    word_delay: float = 0.0  # streaming: seconds between words (a model writing slowly)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -170,6 +171,7 @@ class LoopbackLLM:
                 self.end_headers()
                 words = [w + " " for w in reply.text.split(" ")]
                 for i, word in enumerate(words):
+                    time.sleep(reply.word_delay)
                     if reply.cut_after is not None and i >= reply.cut_after:
                         self.wfile.flush()
                         self.connection.shutdown(2)  # the stream breaks off mid-answer

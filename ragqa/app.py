@@ -1,0 +1,376 @@
+"""The composition root: Settings -> Store, encoder, Retriever and LLM, and the operations every
+face calls (the CLI, `ragqa serve`, `ragqa mcp`), each returning the `--json` object of its
+command (README, "JSON output").
+
+Two ways in. The CLI opens a collection for one command (`open_for_query`, `llm_for`) and calls
+the module functions below. A long-running face builds one `App`, which keeps the embedder, the
+Chroma client and the BM25 snapshot warm across requests and picks up the snapshot a later
+ingest writes.
+
+Heavy libraries (chromadb, llama-index, onnxruntime) are imported inside functions: the CLI
+imports this module for `ragqa --help`.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import threading
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ragqa import __version__
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ragqa.chat import Session, Turn
+    from ragqa.config import Settings
+    from ragqa.corpus import Paper
+    from ragqa.retrieve import Filters, Retriever, SearchResult
+    from ragqa.store import Store
+
+LLM_CHOICES = ("auto", "openai", "none")
+
+
+class UsageError(ValueError):
+    """Bad arguments or input (exit code 2; HTTP 400)."""
+
+
+class NotFound(UsageError):
+    """No such paper or session (exit code 2; HTTP 404)."""
+
+
+# ---------------------------------------------------------------- opening a collection
+
+def settings_for(collection: str | None) -> tuple[Settings, str]:
+    from ragqa.config import load_settings
+    from ragqa.store import validate_collection_name
+
+    settings = load_settings()
+    name = collection or settings.collection
+    try:
+        validate_collection_name(name)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return settings, name
+
+
+def open_store(settings: Settings, name: str) -> Store:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragqa.embeddings import make_encoder
+
+    # Loading the model (~0.5 s, mostly in onnxruntime's C++) and importing chromadb (~1 s)
+    # overlap when done side by side: a cold `ragqa search` starts 0.4 s sooner.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        loading = pool.submit(make_encoder, settings)
+        import chromadb  # noqa: F401 - the slow import, meanwhile
+
+        encoder = loading.result()
+    from ragqa.store import Store
+
+    return Store(settings, name, encoder)
+
+
+def open_for_query(settings: Settings, name: str, quiet: bool = False,
+                   store: Store | None = None) -> Retriever:
+    """The retriever of a collection; a collection never filled gets the bundled seeds first."""
+    from ragqa.ingest import finish_interrupted_rebuild, ingest_paths
+    from ragqa.resources import seed_files
+    from ragqa.retrieve import Retriever
+
+    store = store or open_store(settings, name)
+    finish_interrupted_rebuild(store)
+    if not store.exists() or store.count() == 0:
+        if not quiet:
+            sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
+                             "ICML 2026 seeds (29 abstracts) first\n")
+        ingest_paths(store, seed_files(), only_if_empty=True)
+    return Retriever(store)
+
+
+def llm_for(settings: Settings, choice: str | None):
+    from ragqa.llm import make_llm
+
+    if choice not in (None, *LLM_CHOICES):
+        raise UsageError(f"--llm must be auto, openai or none, not {choice!r}")
+    if choice and choice != "auto":
+        settings = settings.with_overrides(llm=choice)
+    return make_llm(settings)
+
+
+# ---------------------------------------------------------------- operations and their JSON
+
+def _hit_json(rank: int, hit: Any) -> dict:
+    paper = hit.paper
+    return {
+        "rank": rank, "paper_id": paper.paper_id, "title": paper.title, "source": paper.source,
+        "score": round(hit.score, 6), "similarity": round(hit.similarity, 4),
+        "bm25": round(hit.bm25, 4), "z": round(hit.z, 3), "coverage": round(hit.coverage, 3),
+        "best_sentence": hit.best_sentence, "venue": paper.venue, "year": paper.year,
+        "authors": paper.authors, "url": paper.url,
+    }
+
+
+def search_json(result: SearchResult, collection: str) -> dict:
+    return {
+        "query": result.query, "collection": collection, "total_papers": result.total_papers,
+        "filters": result.filters, "relevance_cut": result.cut_applied,
+        "candidates": result.considered,
+        "results": [_hit_json(i, h) for i, h in enumerate(result.hits, start=1)],
+    }
+
+
+def search(retriever: Retriever, question: str, k: int | None = None, cut: bool = True,
+           filters: Filters | None = None) -> SearchResult:
+    """`ragqa search`: every relevant paper (or the top k), or the top k (10) without the cut."""
+    return retriever.search(question, k=k or (None if cut else 10), filters=filters, cut=cut)
+
+
+def paper_json(paper: Paper) -> dict:
+    record = asdict(paper)
+    del record["source_path"]  # a path of the ingesting machine; `source` names the file
+    record["code_urls"] = paper.code_urls
+    return record
+
+
+def all_papers(retriever: Retriever) -> list[Paper]:
+    return retriever.lexical.all_papers() if retriever.lexical else []
+
+
+def papers_json(papers: list[Paper], collection: str) -> dict:
+    return {"collection": collection, "count": len(papers),
+            "papers": [paper_json(p) for p in papers]}
+
+
+def find_paper(retriever: Retriever, collection: str, paper_id: str) -> Paper:
+    """A paper by id or by a unique start of its id."""
+    index = retriever.lexical
+    paper = index.paper(paper_id) if index else None
+    if paper is None and index:
+        matches = index.find_prefix(paper_id)
+        if len(matches) > 1:
+            raise UsageError(f"{paper_id!r} is the start of several ids: {', '.join(matches)}")
+        paper = index.paper(matches[0]) if matches else None
+    if paper is None:
+        raise NotFound(f"no paper with id {paper_id!r} in collection {collection!r}")
+    return paper
+
+
+def turn_json(session: Session, turn: Turn) -> dict:
+    """`ragqa chat --json`: one turn, the ask object plus what the conversation adds."""
+    return {**turn.answer, "standalone_question": turn.standalone,
+            "session_id": session.session_id, "turn": len(session.turns)}
+
+
+def collections_json(settings: Settings) -> list[dict]:
+    """The ragqa collections of the store, by name."""
+    from ragqa.ingest import REBUILD_SUFFIX
+    from ragqa.store import StoreError, describe_chroma_error, open_client
+
+    try:
+        names = [str(getattr(c, "name", c)) for c in open_client(settings).list_collections()]
+    except Exception as exc:  # noqa: BLE001 - a store that cannot list is a store error
+        raise StoreError(describe_chroma_error(settings, exc)) from None
+    return [{"name": n[len("ragqa_"):]} for n in sorted(names)
+            if n.startswith("ragqa_") and not n.endswith(REBUILD_SUFFIX)]
+
+
+# ---------------------------------------------------------------- one process, many requests
+
+class App:
+    """One collection kept open for many requests (`ragqa serve`, `ragqa mcp`): the embedder,
+    the Chroma client and the BM25 snapshot load once. Each request asks `retriever()`, which
+    switches to a snapshot written by an ingest since (reading the snapshot's CURRENT file is
+    the only per-request cost); requests already running finish on the old one."""
+
+    def __init__(self, settings: Settings, name: str, encoder: Any = None) -> None:
+        self.settings, self.name = settings, name
+        self._encoder = encoder  # shared with the App this one was opened from
+        self._others: dict[str, App] = {}
+        self._lock = threading.Lock()
+        self._session_locks: dict[str, threading.Lock] = {}
+        self._llms: dict[str, Any] = {}
+        self._retriever: Retriever | None = None
+        self._snapshot: str | None = None
+
+    @classmethod
+    def open(cls, collection: str | None = None) -> App:
+        settings, name = settings_for(collection)
+        app = cls(settings, name)
+        app.retriever()  # load everything now, not on the first request
+        return app
+
+    # ------------------------------------------------------------ the warm parts
+
+    def _current_snapshot(self) -> str | None:
+        from ragqa import lexical
+        from ragqa.store import local_dir
+
+        state = lexical.read_current(local_dir(self.settings, self.name))
+        return state.get("dir") if state else None
+
+    def retriever(self) -> Retriever:
+        snapshot = self._current_snapshot()
+        retriever = self._retriever
+        if retriever is not None and snapshot == self._snapshot:
+            return retriever
+        with self._lock:
+            if self._retriever is None:
+                from ragqa.store import Store
+
+                store = Store(self.settings, self.name, self._encoder) if self._encoder else None
+                self._retriever = open_for_query(self.settings, self.name, quiet=True,
+                                                 store=store)
+            elif snapshot != self._snapshot:
+                # An ingest (another process) wrote a new snapshot: embedded Chroma does not see
+                # that process's writes until the client is opened again (Store.reopen).
+                from ragqa.retrieve import Retriever
+                from ragqa.store import Store
+
+                store = Store(self.settings, self.name, self._retriever.store.encoder)
+                store.reopen()
+                self._retriever = Retriever(store)
+            index = self._retriever.lexical
+            self._snapshot = index.folder.name if index else None  # the one it opened
+            return self._retriever
+
+    def other(self, name: str) -> App:
+        """The App of another collection of the same store (sharing the embedder); only of a
+        collection that exists, never one a request's typo would create."""
+        if name == self.name:
+            return self
+        with self._lock:
+            if name not in self._others:
+                if name not in {c["name"] for c in self.collections()}:
+                    raise NotFound(f"no collection {name!r} (collections: "
+                                   f"{', '.join(c['name'] for c in self.collections())})")
+                self._others[name] = App(self.settings, name,
+                                         self._retriever.store.encoder if self._retriever
+                                         else self._encoder)
+        return self._others[name]
+
+    def llm(self, choice: str | None):
+        """The LLM for `choice`, built once; each caller gets its own copy (the client is
+        shared, the per-answer state such as the finish reason is not)."""
+        choice = choice or "auto"
+        if choice not in self._llms:
+            self._llms[choice] = llm_for(self.settings, choice)
+        model = self._llms[choice]
+        return copy.copy(model) if model is not None else None
+
+    # ------------------------------------------------------------ operations
+
+    def health(self) -> dict:
+        retriever = self.retriever()
+        model = self.llm("auto")
+        return {"status": "ok", "version": __version__, "collection": self.name,
+                "papers": retriever.total_papers, "mode": "llm" if model else "extractive",
+                "llm_model": model.model if model else None}
+
+    def search(self, question: str, k: int | None = None, cut: bool = True,
+               venue: str | None = None, year: int | None = None) -> dict:
+        from ragqa.retrieve import Filters
+
+        question = require_question(question)
+        result = search(self.retriever(), question, k, cut, Filters(venue=venue, year=year))
+        return search_json(result, self.name)
+
+    def ask(self, question: str, llm: str | None = None, k: int | None = None,
+            venue: str | None = None, year: int | None = None,
+            on_token: Callable[[str], None] | None = None) -> dict:
+        from ragqa.answer import answer_question
+        from ragqa.retrieve import Filters
+
+        question = require_question(question)
+        model = self.llm(llm)
+        answer = answer_question(self.retriever(), question, llm=model,
+                                 on_token=on_token if model else None, k=k,
+                                 filters=Filters(venue=venue, year=year))
+        return answer.as_json()
+
+    def chat(self, message: str, session_id: str | None = None, llm: str | None = None,
+             on_token: Callable[[str], None] | None = None) -> dict:
+        """One turn of a saved conversation (`ragqa chat`'s sessions: `ragqa chat --resume ID`
+        continues it). A new session when `session_id` is None."""
+        from ragqa.chat import ask_in_session, load_session, new_session, save_session
+
+        message = require_question(message)
+        model = self.llm(llm)
+        if session_id is None:
+            session = new_session(self.name)
+        else:
+            try:
+                session = load_session(self.settings, session_id)
+            except ValueError as exc:
+                raise NotFound(str(exc)) from None
+            if session.collection != self.name:
+                raise UsageError(f"session {session.session_id} is about collection "
+                                 f"{session.collection!r}; this server answers from {self.name!r}")
+        with self._session_lock(session.session_id):
+            if session_id is not None:  # what another request may have added meanwhile
+                session = load_session(self.settings, session.session_id)
+            _, turn = ask_in_session(session, message, self.retriever(), model,
+                                     on_token=on_token if model else None)
+            save_session(self.settings, session)
+        return turn_json(session, turn)
+
+    def chat_history(self, history: list[tuple[str, str, list[dict]]], message: str,
+                     llm: str | None = None,
+                     on_token: Callable[[str], None] | None = None) -> dict:
+        """A turn after an earlier conversation that the client holds (OpenAI-style messages:
+        (question, answer text, the papers it cited as {"n", "paper_id", "title", "source"}),
+        condensed as `ragqa chat` condenses a follow-up. Nothing is saved."""
+        from ragqa.chat import Turn, ask_in_session, new_session
+
+        message = require_question(message)
+        model = self.llm(llm)
+        session = new_session(self.name)
+        for question, answer, cited in history:
+            session.turns.append(Turn(question, question, {"answer": answer, "citations": cited},
+                                      [c["paper_id"] for c in cited]))
+        _, turn = ask_in_session(session, message, self.retriever(), model,
+                                 on_token=on_token if model else None)
+        return turn_json(session, turn) | {"session_id": None}
+
+    def summarize(self, topic: str | None = None, all_: bool = False,
+                  max_papers: int | None = None, llm: str | None = None) -> tuple[dict, str]:
+        """The `summarize --json` object and the Markdown `--out` writes."""
+        from ragqa import summarize as summaries
+        from ragqa.text import clean_question
+
+        topic = clean_question(topic or "")
+        if bool(topic) == all_:
+            raise UsageError("give a topic or all (one of them)")
+        if max_papers is not None and max_papers < 2:
+            raise UsageError("max_papers must be at least 2")
+        summary = summaries.summarize(self.retriever(), None if all_ else topic,
+                                      llm=self.llm(llm), max_papers=max_papers)
+        return summaries.as_json(summary), summaries.to_markdown(summary)
+
+    def papers(self, offset: int = 0, limit: int = 50) -> dict:
+        """A page of `papers --json`'s list (read page by page: a collection may hold 40,000)."""
+        index = self.retriever().lexical
+        items = index.papers_page(offset, limit) if index else []
+        return {"total": index.size if index else 0, "offset": offset, "limit": limit,
+                "papers": [paper_json(p) for p in items]}
+
+    def show(self, paper_id: str) -> dict:
+        return paper_json(find_paper(self.retriever(), self.name, paper_id))
+
+    def collections(self) -> list[dict]:
+        return collections_json(self.settings)
+
+    def _session_lock(self, session_id: str) -> threading.Lock:
+        with self._lock:
+            return self._session_locks.setdefault(session_id, threading.Lock())
+
+
+def require_question(text: str) -> str:
+    from ragqa.text import clean_question
+
+    question = clean_question(text or "")
+    if not question:
+        raise UsageError("the question is empty")
+    return question

@@ -1,0 +1,449 @@
+"""`ragqa serve`: the same operations as the CLI over HTTP (FastAPI + uvicorn).
+
+One process keeps one `ragqa.app.App` warm; every route calls it and answers the `--json` object
+of the matching command (docs: README, "Serving"; the contract: API.md). Nothing here decides
+an answer: routes parse a body, call the App, and turn its errors into JSON with a status.
+
+Routes: `/api/*` (JSON, SSE for streamed answers), `/v1/*` (OpenAI-compatible, serve_openai.py),
+`/mcp` (MCP streamable HTTP, mcp_server.py), `/` and `/static/*` (the web page in ragqa/web/),
+`/docs` (an offline page over `/openapi.json`).
+
+Heavy imports (fastapi, uvicorn, starlette) stay inside functions: the CLI imports this module
+only when `ragqa serve` runs, and then pays for them once.
+"""
+
+import asyncio
+import contextlib
+import hmac
+import json
+import signal
+import socket
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragqa.text import json_text, safe
+
+if TYPE_CHECKING:
+    from ragqa.app import App
+
+MAX_BODY = 64 * 1024  # bytes; a question, a chat history or an MCP message fits in far less
+WEB_DIR = Path(__file__).resolve().parent / "web"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# Reachable without the token: the page itself and the check of whether it needs one.
+OPEN_PATHS = ("/", "/index.html", "/api/health", "/favicon.ico")
+OPEN_PREFIXES = ("/static/",)
+
+
+# ---------------------------------------------------------------- errors
+
+def error_status(exc: BaseException) -> int:
+    """The HTTP status of an error raised by an operation (the CLI's exit codes, over HTTP)."""
+    from ragqa.app import NotFound, UsageError
+    from ragqa.config import ConfigError
+
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, UsageError | ConfigError):
+        return 400
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & {"IndexMismatchError"}:
+        return 400
+    if names & {"StoreError", "EmbeddingError", "LockTimeout", "LLMError", "SnapshotError"}:
+        return 503  # a service down or busy: the request may succeed later
+    return 500
+
+
+def error_message(exc: BaseException) -> str:
+    """One line, no traceback; a bug says only its type (its message may hold anything)."""
+    if error_status(exc) == 500:
+        return f"internal error: {type(exc).__name__}"
+    return " ".join(safe(str(exc)).split())[:500] or type(exc).__name__
+
+
+def _error_response(status: int, message: str, headers: dict | None = None):
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _validation_message(exc: Any) -> str:
+    """FastAPI's validation errors as one line: 'question: Field required; k: ...'."""
+    parts = []
+    for error in exc.errors()[:5]:
+        if error.get("type") == "json_invalid":
+            return "the body is not valid JSON"
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+# ---------------------------------------------------------------- ASGI guards
+
+class Guard:
+    """Outermost ASGI layer: the token check and the body limit, for every route (the MCP mount
+    included), before any route reads a byte."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.token = app, token.encode()
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.token and not self._open(scope["path"]) and not self._authorized(scope):
+            await _send_json(send, 401, {"error": "missing or wrong token: send "
+                                         "'Authorization: Bearer <token>'"},
+                             {b"www-authenticate": b"Bearer"})
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            await _send_json(send, 413, {"error": f"request body over {MAX_BODY // 1024} KB"})
+            return
+        if length is None:  # a chunked body: counted as it arrives, whole before any route
+            receive = await _buffered(receive)
+            if receive is None:
+                await _send_json(send, 413, {"error": f"request body over {MAX_BODY // 1024} KB"})
+                return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _open(path: str) -> bool:
+        return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+
+    def _authorized(self, scope: dict) -> bool:
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, given = header.partition(b" ")
+        # compare_digest: the time taken says nothing about how much of the token matched
+        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
+
+
+async def _buffered(receive: Callable) -> Callable | None:
+    """The body read up to MAX_BODY and replayed to the route; None when it is longer."""
+    parts, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            parts.append(message)  # a disconnect: the route sees it
+            break
+        size += len(message.get("body", b""))
+        if size > MAX_BODY:
+            return None
+        parts.append(message)
+        if not message.get("more_body"):
+            break
+
+    async def replay() -> dict:
+        return parts.pop(0) if parts else await receive()
+
+    return replay
+
+
+async def _send_json(send: Callable, status: int, payload: dict,
+                     headers: dict | None = None) -> None:
+    body = json.dumps(payload).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += list((headers or {}).items())
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+# ---------------------------------------------------------------- streaming
+
+class _Cancelled(Exception):
+    """The client went away: stop writing the answer (raised inside the LLM's token loop)."""
+
+
+async def sse_events(run: Callable[[Callable[[str], None]], dict]) -> AsyncIterator[str]:
+    """Server-Sent Events for one answer: `token` events while an LLM writes, then one `answer`
+    event with the checked object, or one `error` event. `run(on_token)` runs in a worker
+    thread; a client that disconnects cancels it at its next token."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    cancelled = threading.Event()
+
+    def put(item: tuple[str, dict]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone (shutdown): nobody listens
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def on_token(text: str) -> None:
+        if cancelled.is_set():
+            raise _Cancelled
+        put(("token", {"text": text}))
+
+    def work() -> None:
+        try:
+            put(("answer", run(on_token)))
+        except _Cancelled:
+            pass
+        except Exception as exc:  # noqa: BLE001 - every failure is one error event
+            put(("error", {"error": error_message(exc)}))
+
+    worker = loop.run_in_executor(None, work)
+    try:
+        while True:
+            event, data = await queue.get()
+            yield f"event: {event}\ndata: {json_text(data)}\n\n"
+            if event != "token":
+                break
+    finally:
+        cancelled.set()
+        del worker  # it ends at its next token, or finishes (a turn is saved whole or not)
+
+
+def _sse_response(run: Callable[[Callable[[str], None]], dict]):
+    from fastapi.responses import StreamingResponse
+
+    return StreamingResponse(sse_events(run), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+# ---------------------------------------------------------------- the application
+
+def _bodies():
+    """The request bodies (pydantic models), built on first use: pydantic is a heavy import."""
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    Llm = Literal["auto", "none", "openai"]
+
+    class Body(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class AskBody(Body):
+        question: str = Field(max_length=4000)
+        llm: Llm = "auto"
+        k: int | None = Field(default=None, ge=1, le=500)
+        venue: str | None = None
+        year: int | None = None
+        stream: bool = False
+
+    class SearchBody(Body):
+        question: str = Field(max_length=4000)
+        k: int | None = Field(default=None, ge=1, le=500)
+        cut: bool = True
+        venue: str | None = None
+        year: int | None = None
+
+    class SummarizeBody(Body):
+        topic: str | None = Field(default=None, max_length=4000)
+        all: bool = False
+        max_papers: int | None = Field(default=None, ge=2, le=5000)
+        llm: Llm = "auto"
+
+    class ChatBody(Body):
+        session_id: str | None = Field(default=None, max_length=200,
+                                       pattern=r"^[A-Za-z0-9_.-]+$")
+        message: str = Field(max_length=4000)
+        llm: Llm = "auto"
+        stream: bool = False
+
+    return AskBody, SearchBody, SummarizeBody, ChatBody
+
+
+def create_app(core: "App", token: str = "", cors: str | None = None,
+               host: str = "127.0.0.1") -> Any:
+    """The ASGI application: routes over `core`, guarded by the token and the body limit."""
+    from fastapi import FastAPI, Query
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+
+    from ragqa import __version__
+
+    AskBody, SearchBody, SummarizeBody, ChatBody = _bodies()
+    mcp = _mcp_app(core, host)
+    api = FastAPI(title="ragqa", version=__version__, docs_url=None, redoc_url=None,
+                  lifespan=mcp.router.lifespan_context if mcp else None,
+                  description="Cited answers from ML-paper abstracts. Schemas: the README's "
+                  "'JSON output' section; every error is {\"error\": \"one line\"}.")
+
+    @api.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        return _error_response(422, _validation_message(exc))
+
+    @api.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException):
+        return _error_response(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+
+    @api.exception_handler(Exception)
+    async def _failed(request: Request, exc: Exception):
+        return _error_response(error_status(exc), error_message(exc))
+
+    def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """An operation's answer, or its error as JSON with the CLI's meaning as a status."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - turned into a status here, once
+            return _error_response(error_status(exc), error_message(exc))
+
+    @api.get("/api/health", summary="Status, collection size and answer mode (no token needed)")
+    def health() -> Any:
+        result = call(core.health)
+        return result | {"auth": bool(token)} if isinstance(result, dict) else result
+
+    @api.post("/api/search", summary="The papers that matter: `ragqa search --json`")
+    def search(body: SearchBody) -> Any:  # type: ignore[valid-type]
+        return call(core.search, body.question, k=body.k, cut=body.cut, venue=body.venue,
+                    year=body.year)
+
+    @api.post("/api/ask", summary="A cited answer: `ragqa ask --json` (SSE with stream)")
+    def ask(body: AskBody) -> Any:  # type: ignore[valid-type]
+        def run(on_token: Callable[[str], None] | None) -> dict:
+            return core.ask(body.question, llm=body.llm, k=body.k, venue=body.venue,
+                            year=body.year, on_token=on_token)
+
+        return _sse_response(run) if body.stream else call(run, None)
+
+    @api.post("/api/chat", summary="One chat turn: `ragqa chat --json` (SSE with stream)")
+    def chat(body: ChatBody) -> Any:  # type: ignore[valid-type]
+        def run(on_token: Callable[[str], None] | None) -> dict:
+            return core.chat(body.message, session_id=body.session_id, llm=body.llm,
+                             on_token=on_token)
+
+        return _sse_response(run) if body.stream else call(run, None)
+
+    @api.post("/api/summarize", summary="A themed summary: `ragqa summarize --json` + markdown")
+    def summarize(body: SummarizeBody) -> Any:  # type: ignore[valid-type]
+        result = call(core.summarize, body.topic, all_=body.all, max_papers=body.max_papers,
+                      llm=body.llm)
+        return result[0] | {"markdown": result[1]} if isinstance(result, tuple) else result
+
+    @api.get("/api/papers", summary="The collection's papers, a page at a time")
+    def papers(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=500)) -> Any:
+        return call(core.papers, offset, limit)
+
+    @api.get("/api/papers/{paper_id}", summary="One paper: `ragqa show --json`")
+    def paper(paper_id: str) -> Any:
+        return call(core.show, paper_id)
+
+    from ragqa.serve_openai import add_openai_routes
+
+    add_openai_routes(api, core, call)
+    _add_docs(api)
+    _add_web(api)
+    if mcp:  # its one route, /mcp (a mount would answer at /mcp/ and redirect /mcp)
+        api.router.routes.extend(mcp.routes)
+    app: Any = Guard(api, token)
+    if cors:  # outside the guard: preflights carry no token, and a 401 must reach the page
+        from starlette.middleware.cors import CORSMiddleware
+
+        app = CORSMiddleware(app, allow_origins=[cors], allow_methods=["GET", "POST"],
+                             allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id",
+                                            "Mcp-Protocol-Version", "Last-Event-ID"])
+    return app
+
+
+def _mcp_app(core: "App", host: str):
+    """The MCP tools as a streamable-HTTP app, or None when the mcp SDK is missing."""
+    try:
+        from ragqa.mcp_server import http_app
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("mcp", "ragqa.mcp_server"):
+            raise
+        return None
+    return http_app(core, host)
+
+
+def _add_web(api: Any) -> None:
+    """The static page of ragqa/web/ (built by its own engineer; absent: a JSON 404)."""
+    from fastapi.responses import FileResponse
+    from starlette.staticfiles import StaticFiles
+
+    index = WEB_DIR / "index.html"
+
+    @api.get("/", include_in_schema=False)
+    def page() -> Any:
+        if not index.is_file():
+            return _error_response(404, "this installation has no web page (ragqa/web/)")
+        return FileResponse(index, media_type="text/html")
+
+    if (WEB_DIR / "static").is_dir():
+        api.mount("/static", StaticFiles(directory=WEB_DIR / "static"), name="static")
+
+
+def _add_docs(api: Any) -> None:
+    """`/docs` without a CDN: FastAPI's Swagger UI loads its JS from one, so this page renders
+    the routes of /openapi.json itself (plain HTML, no script)."""
+    from fastapi.responses import HTMLResponse
+
+    @api.get("/docs", include_in_schema=False)
+    def docs() -> Any:
+        return HTMLResponse(docs_page(api.openapi()))
+
+
+def docs_page(schema: dict) -> str:
+    import html
+
+    rows = []
+    for path, methods in schema.get("paths", {}).items():
+        for method, spec in methods.items():
+            body = spec.get("requestBody", {}).get("content", {}).get("application/json", {})
+            ref = body.get("schema", {}).get("$ref", "")
+            fields = schema.get("components", {}).get("schemas", {}).get(ref.split("/")[-1], {})
+            params = [p["name"] for p in spec.get("parameters", [])]
+            what = ", ".join(list(fields.get("properties", {})) + params)
+            rows.append(f"<tr><td><code>{method.upper()} {html.escape(path)}</code></td>"
+                        f"<td>{html.escape(spec.get('summary', ''))}</td>"
+                        f"<td><code>{html.escape(what)}</code></td></tr>")
+    title = html.escape(schema.get("info", {}).get("title", "ragqa"))
+    return (f"<!doctype html><meta charset='utf-8'><title>{title} API</title>"
+            f"<h1>{title} {html.escape(schema.get('info', {}).get('version', ''))} API</h1>"
+            f"<p>{html.escape(schema.get('info', {}).get('description', ''))}</p>"
+            "<p>The full schema: <a href='/openapi.json'>/openapi.json</a>.</p>"
+            "<table border=1 cellpadding=4><tr><th>route</th><th>what</th><th>fields</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+# ---------------------------------------------------------------- running
+
+def check_bind(host: str, token: str) -> None:
+    """Anything but loopback needs a token: the routes answer whoever reaches them."""
+    from ragqa.app import UsageError
+
+    if host not in LOOPBACK and not token:
+        raise UsageError(f"--host {host} serves other machines: set a token with --token or "
+                         "RAGQA_SERVE_TOKEN (or bind 127.0.0.1)")
+
+
+def run(core: "App", listening: socket.socket, token: str = "", cors: str | None = None
+        ) -> None:
+    """Serve until Ctrl-C or SIGTERM; uvicorn lets requests in flight finish (a chat turn is
+    saved whole or not at all: chat.save_session writes atomically)."""
+    import uvicorn
+
+    host, port = listening.getsockname()[:2]
+    app = create_app(core, token, cors, host)
+    sys.stderr.write(f"ragqa: serving collection {core.name!r} on http://{host}:{port}/ "
+                     f"({'token required' if token else 'no token'}; Ctrl-C stops)\n")
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30,
+                            server_header=False)
+    # uvicorn stops gracefully on the signal, then raises it again for the handler it found:
+    # this one, so that a stop asked for is exit code 0, not death by signal.
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, _stopped)
+    uvicorn.Server(config).run(sockets=[listening])
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says "serving" (a port in use is one line,
+    exit 1, rather than uvicorn's log and exit 3)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    sys.stderr.write("ragqa: stopped\n")
+    raise SystemExit(0)

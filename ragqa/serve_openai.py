@@ -1,0 +1,188 @@
+"""The OpenAI-compatible face of `ragqa serve`: `/v1/models` and `/v1/chat/completions`, so that
+any OpenAI client (the `openai` package, Open WebUI, LibreChat) talks to ragqa as to a model.
+
+A completion is a chat turn: the last user message is the question, the earlier messages the
+conversation it follows (condensed as `ragqa chat` condenses a follow-up). The message text is
+the checked answer followed by its references; the turn object (`ragqa chat --json`) rides in an
+extra `ragqa` field (of the final chunk when streamed).
+
+Streaming sends the checked answer, not the model's draft: citations are renumbered and
+checked only once the draft is whole, and an OpenAI client shows the concatenated deltas as the
+message, so a draft's "[7]" could never be corrected. The stream opens at once (the role chunk)
+and the answer follows in pieces when it is ready.
+"""
+
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ragqa.text import json_text
+
+if TYPE_CHECKING:
+    from ragqa.app import App
+
+MODEL_PREFIX = "ragqa-"
+# "- [2] Title (file.txt#4, id abc123)": one reference line of an answer's message text.
+_REFERENCE = re.compile(r"^- \[(\d+)\] (.*) \(([^()]*), id ([^\s()]+)\)$")
+_REFERENCES_HEADER = "References:"
+
+
+def message_text(turn: dict) -> str:
+    """The answer, then its references, as a chat client shows a message (Markdown)."""
+    lines = [turn["answer"]]
+    if turn.get("notice"):
+        lines += ["", f"*{turn['notice']}*"]
+    if turn["citations"]:
+        lines += ["", _REFERENCES_HEADER, ""]
+        lines += [f"- [{c['n']}] {c['title']} ({c['source']}, id {c['paper_id']})"
+                  for c in turn["citations"]]
+    return "\n".join(lines)
+
+
+def read_message(text: str) -> tuple[str, list[dict]]:
+    """An earlier assistant message -> its answer text and the papers its references name (so
+    that a follow-up's "them" finds them, as in `ragqa chat`)."""
+    head, marker, tail = text.rpartition("\n" + _REFERENCES_HEADER + "\n")
+    if not marker:
+        return text, []
+    citations = []
+    for line in tail.splitlines():
+        match = _REFERENCE.match(line.strip())
+        if match:
+            n, title, source, paper_id = match.groups()
+            citations.append({"n": int(n), "title": title, "source": source,
+                              "paper_id": paper_id})
+    return (head.strip(), citations) if citations else (text, [])
+
+
+def _content(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def conversation(messages: list[dict]) -> tuple[list[tuple[str, str, list[dict]]], str]:
+    """OpenAI messages -> the earlier (question, answer, citations) turns and the question."""
+    from ragqa.app import UsageError
+
+    talk = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+    if not talk or talk[-1].get("role") != "user":
+        raise UsageError("messages must end with a user message (the question)")
+    history: list[tuple[str, str, list[dict]]] = []
+    question: str | None = None
+    for message in talk[:-1]:
+        if message["role"] == "user":
+            question = _content(message)
+        elif question is not None:  # an answer to the question before it
+            history.append((question, *read_message(_content(message))))
+            question = None
+    return history, _content(talk[-1])
+
+
+def _completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def completion(model: str, turn: dict) -> dict:
+    return {
+        "id": _completion_id(), "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                     "message": {"role": "assistant", "content": message_text(turn)}}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "ragqa": turn,
+    }
+
+
+def _pieces(text: str, size: int = 80) -> Iterator[str]:
+    """The message in pieces that end at a space (a client renders them as they come)."""
+    while text:
+        cut = text.find(" ", size)
+        cut = len(text) if cut < 0 else cut + 1
+        yield text[:cut]
+        text = text[cut:]
+
+
+def chunks(model: str, turn: dict) -> Iterator[dict]:
+    """The chat.completion.chunk objects after the role chunk; the last carries `ragqa`."""
+    cid, created = _completion_id(), int(time.time())
+
+    def chunk(delta: dict, finish: str | None = None, **extra: Any) -> dict:
+        return {"id": cid, "object": "chat.completion.chunk", "created": created,
+                "model": model, "choices": [{"index": 0, "delta": delta,
+                                             "finish_reason": finish, "logprobs": None}],
+                **extra}
+
+    for piece in _pieces(message_text(turn)):
+        yield chunk({"content": piece})
+    yield chunk({}, "stop", ragqa=turn)
+
+
+def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
+    import asyncio
+
+    from fastapi.responses import Response, StreamingResponse
+    from pydantic import BaseModel, ConfigDict
+
+    from ragqa.serve import error_message
+
+    class ChatCompletionBody(BaseModel):
+        # OpenAI clients send more (temperature, max_tokens, user, ...): accepted, unused.
+        model_config = ConfigDict(extra="allow")
+        model: str
+        messages: list[dict]
+        stream: bool = False
+        llm: str = "auto"  # ragqa's own: "none" for the extractive answer
+
+    @api.get("/v1/models", summary="OpenAI-compatible: one model per collection")
+    def list_models() -> Any:
+        def listing() -> dict:
+            names = {core.name} | {c["name"] for c in core.collections()}
+            return {"object": "list", "data": [
+                {"id": MODEL_PREFIX + name, "object": "model", "created": 0, "owned_by": "ragqa"}
+                for name in sorted(names)]}
+
+        return call(listing)
+
+    def prepare(body: ChatCompletionBody) -> Callable[[], dict]:
+        """Checks the request (before a stream opens, so that a bad one gets its status)."""
+        from ragqa.app import NotFound, UsageError
+
+        if not body.model.startswith(MODEL_PREFIX):
+            raise NotFound(f"no model {body.model!r}: models are ragqa-<collection> "
+                           "(GET /v1/models)")
+        if body.llm not in ("auto", "none", "openai"):
+            raise UsageError(f"llm must be auto, openai or none, not {body.llm!r}")
+        target = core.other(body.model[len(MODEL_PREFIX):])
+        history, question = conversation(body.messages)
+        return lambda: target.chat_history(history, question, llm=body.llm)
+
+    @api.post("/v1/chat/completions", summary="OpenAI-compatible chat completion (a chat turn)")
+    def chat_completions(body: ChatCompletionBody) -> Any:
+        answer = call(prepare, body)
+        if isinstance(answer, Response):
+            return answer  # the request's error
+        if not body.stream:
+            turn = call(answer)
+            return completion(body.model, turn) if isinstance(turn, dict) else turn
+
+        async def events() -> Any:
+            opening = {"id": _completion_id(), "object": "chat.completion.chunk",
+                       "created": int(time.time()), "model": body.model,
+                       "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                    "finish_reason": None, "logprobs": None}]}
+            yield f"data: {json_text(opening)}\n\n"
+            try:
+                turn = await asyncio.get_running_loop().run_in_executor(None, answer)
+            except Exception as exc:  # noqa: BLE001 - the stream is open: say it in the stream
+                yield f"data: {json_text({'error': {'message': error_message(exc)}})}\n\n"
+                return
+            for item in chunks(body.model, turn):
+                yield f"data: {json_text(item)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})

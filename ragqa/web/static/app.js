@@ -1,0 +1,635 @@
+// The ragqa web page: Ask/Chat, Papers and Summary over the JSON API of `ragqa serve`.
+// No framework, no build step, nothing fetched from another host. Every piece of text that comes
+// from the server (titles, abstracts, answers) enters the page through textContent or text
+// nodes, never through innerHTML: a title holding "<script>" shows as those characters.
+"use strict";
+
+const TOKEN_KEY = "ragqa-token";
+const PAGE_SIZE = 50;
+// [1], [1, 2], [2-4]: the citation forms the answer checker writes (README, "Citation check").
+const CITATION = /\[(\d+(?:\s*[-–,]\s*\d+)*)\]/g;
+
+const state = {
+  sessionId: null,   // the chat session, kept for this page; "New chat" forgets it
+  busy: null,        // the AbortController of the answer being streamed
+  offset: 0,
+  total: 0,
+  summaryMarkdown: "",
+  summaryTopic: "",
+  panelOpener: null, // the element to give focus back to when the panel closes
+  auth: false,
+};
+
+const $ = (id) => document.getElementById(id);
+
+// ------------------------------------------------------------------ DOM helpers
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name === "text") node.textContent = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === "") continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function showError(message) {
+  const line = $("error");
+  line.textContent = message;
+  line.hidden = !message;
+}
+
+// ------------------------------------------------------------------ the API
+
+class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function headers(json) {
+  const h = {};
+  if (json) h["Content-Type"] = "application/json";
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) h.Authorization = "Bearer " + token;
+  return h;
+}
+
+async function errorOf(response) {
+  let message = `HTTP ${response.status}`;
+  try {
+    const body = await response.json();
+    if (body && typeof body.error === "string") message = body.error;
+  } catch (_) { /* not JSON: keep the status */ }
+  if (response.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    askToken("The token was refused: enter it again.");
+  }
+  return new ApiError(message, response.status);
+}
+
+async function request(path, { body, signal } = {}) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: body === undefined ? "GET" : "POST",
+      headers: headers(body !== undefined),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError("The server does not answer: is `ragqa serve` running?", 0);
+  }
+  if (!response.ok) throw await errorOf(response);
+  return response;
+}
+
+async function getJson(path, options) {
+  return (await request(path, options)).json();
+}
+
+// Server-Sent Events over a POST: EventSource cannot POST, so read the body as a stream and
+// split it into events ("event: name" and "data: json" lines, a blank line between events).
+async function streamEvents(path, body, signal, onEvent) {
+  const response = await request(path, { body, signal });
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+      // Lines may end in CRLF (sse-starlette writes them so); a CR at a chunk's end may be
+      // the first half of one, so it waits for the next chunk.
+      const held = !done && buffer.endsWith("\r") ? "\r" : "";
+      buffer = buffer.slice(0, buffer.length - held.length).replace(/\r\n?/g, "\n") + held;
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        dispatch(buffer.slice(0, cut), onEvent);
+        buffer = buffer.slice(cut + 2);
+      }
+      if (done) break;
+    }
+    if (buffer.trim()) dispatch(buffer, onEvent);
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+function dispatch(block, onEvent) {
+  let name = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":")) continue;  // a comment (keep-alive)
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") name = value;
+    else if (field === "data") data.push(value);
+  }
+  if (!data.length) return;
+  onEvent(name, JSON.parse(data.join("\n")));
+}
+
+// ------------------------------------------------------------------ the token
+
+function askToken(message) {
+  const dialog = $("token-dialog");
+  $("token-error").textContent = message || "";
+  $("token-error").hidden = !message;
+  $("token-input").value = "";
+  if (!dialog.open) dialog.showModal();
+  $("token-input").focus();
+}
+
+async function submitToken(event) {
+  event.preventDefault();
+  const token = $("token-input").value.trim();
+  if (!token) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  try {
+    // Any route that needs the token tells whether it is right.
+    const response = await fetch("api/papers?offset=0&limit=1", { headers: headers(false) });
+    if (response.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      askToken("That token was refused.");
+      return;
+    }
+  } catch (_) {
+    askToken("The server does not answer.");
+    return;
+  }
+  $("token-dialog").close();
+  showError("");
+  loadPapers(0);
+}
+
+// ------------------------------------------------------------------ health and views
+
+async function loadHealth() {
+  try {
+    const health = await getJson("api/health");
+    const mode = health.mode === "llm" ? `LLM: ${health.llm_model || "model"}` : "extractive";
+    $("mode").textContent = mode;
+    $("mode").title = health.mode === "llm"
+      ? "Answers are written by the configured LLM; citations are checked"
+      : "No LLM configured: answers quote the papers' own sentences";
+    $("collection").textContent = `${health.collection} · ${health.papers} papers`;
+    state.auth = Boolean(health.auth);
+    if (state.auth && !sessionStorage.getItem(TOKEN_KEY)) askToken("");
+    else loadPapers(0);
+  } catch (err) {
+    $("mode").textContent = "offline";
+    showError(err.message);
+  }
+}
+
+function showView(name, { focus = true } = {}) {
+  for (const tab of document.querySelectorAll(".view-tab")) {
+    if (tab.dataset.view === name) tab.setAttribute("aria-current", "page");
+    else tab.removeAttribute("aria-current");
+  }
+  for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== `view-${name}`;
+  if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
+  if (focus) {
+    const first = { ask: "question", papers: "search-q", summary: "topic" }[name];
+    $(first).focus();
+  }
+}
+
+// ------------------------------------------------------------------ answers as DOM
+
+// The answer text is light Markdown (paragraphs, "- " items, "> " quotes, **bold**) with [n]
+// citations; it becomes elements here, each piece of text a text node.
+function renderRichText(text, cite) {
+  const container = el("div", { class: "answer-text" });
+  for (const block of text.split(/\n\s*\n/)) {
+    const lines = block.split("\n").filter((line) => line.trim());
+    if (!lines.length) continue;
+    if (lines.every((line) => /^\s*[-*] /.test(line))) {
+      const list = el("ul");
+      for (const line of lines) list.append(inline(el("li"), line.replace(/^\s*[-*] /, ""), cite));
+      container.append(list);
+    } else if (lines.every((line) => /^\s*>/.test(line))) {
+      const quote = el("blockquote");
+      inline(quote, lines.map((line) => line.replace(/^\s*> ?/, "")).join(" "), cite);
+      container.append(quote);
+    } else {
+      const para = el("p");
+      lines.forEach((line, i) => {
+        if (i) para.append(el("br"));
+        inline(para, line, cite);
+      });
+      container.append(para);
+    }
+  }
+  return container;
+}
+
+function inline(parent, text, cite) {
+  // **bold** first, then the citations inside each piece.
+  text.split(/(\*\*[^*]+\*\*)/).forEach((piece) => {
+    if (/^\*\*[^*]+\*\*$/.test(piece)) parent.append(citations(el("strong"), piece.slice(2, -2), cite));
+    else citations(parent, piece, cite);
+  });
+  return parent;
+}
+
+function citations(parent, text, cite) {
+  let last = 0;
+  for (const match of text.matchAll(CITATION)) {
+    parent.append(text.slice(last, match.index));
+    // One unbreakable group, so that "[" never ends a line with its numbers on the next.
+    const group = el("span", { class: "cites" }, "[");
+    match[1].split(/\s*,\s*/).forEach((part, i) => {
+      if (i) group.append(", ");
+      const range = part.split(/\s*[-–]\s*/).map(Number);
+      const numbers = range.length === 2 && range[1] >= range[0] && range[1] - range[0] < 50
+        ? Array.from({ length: range[1] - range[0] + 1 }, (_, j) => range[0] + j)
+        : [range[0]];
+      numbers.forEach((n, j) => {
+        if (j) group.append("–");
+        group.append(cite(n, text.slice(last, match.index)));
+      });
+    });
+    group.append("]");
+    parent.append(group);
+    last = match.index + match[0].length;
+  }
+  parent.append(text.slice(last));
+  return parent;
+}
+
+function citationButton(n, paper, quote) {
+  if (!paper) return document.createTextNode(String(n));
+  return el("button", {
+    type: "button", class: "cite", "data-n": n, "data-paper": paper.paper_id,
+    "aria-label": `Source ${n}: ${paper.title}`, title: paper.title,
+    onclick: (event) => openPaper(paper.paper_id, quote, event.currentTarget),
+  }, String(n));
+}
+
+function paperLine(paper, quote, number) {
+  const button = el("button", {
+    type: "button", class: "link", "data-paper": paper.paper_id,
+    onclick: (event) => openPaper(paper.paper_id, quote, event.currentTarget),
+  }, paper.title || paper.paper_id);
+  const meta = el("span", { class: "muted meta" }, [paper.source, `id ${paper.paper_id}`]
+    .filter(Boolean).join(" · "));
+  return el("li", { value: number || null }, button, " ", meta);
+}
+
+function renderAnswer(turn, answer) {
+  const byNumber = new Map(answer.citations.map((c) => [c.n, c]));
+  const body = turn.querySelector(".answer");
+  body.replaceChildren();
+  const mode = answer.mode === "llm" && answer.model ? `LLM: ${answer.model}` : answer.mode;
+  body.append(el("p", { class: "answer-mode muted" }, `Answer (${mode})`));
+  if (answer.standalone_question && answer.standalone_question !== answer.question) {
+    body.append(el("p", { class: "standalone muted" }, `→ ${answer.standalone_question}`));
+  }
+  body.append(renderRichText(answer.answer, (n) => {
+    const c = byNumber.get(n);
+    return citationButton(n, c, c && c.quote);
+  }));
+  if (answer.notice) body.append(el("p", { class: "notice" }, answer.notice));
+  if (answer.unsupported && answer.unsupported.length) {
+    body.append(el("p", { class: "notice" },
+      `⚠ ${answer.unsupported.length} sentence(s) are only weakly supported by the papers they cite.`));
+  }
+  if (answer.citations.length) {
+    const refs = el("ol", { class: "refs-list" });
+    for (const c of answer.citations) refs.append(paperLine(c, c.quote, c.n));
+    body.append(el("section", { class: "refs", "aria-label": "References" },
+      el("h3", {}, "References"), refs));
+  } else if (answer.closest && answer.closest.length) {
+    const list = el("ul", { class: "refs-list closest" });
+    for (const p of answer.closest) list.append(paperLine(p, ""));
+    body.append(el("section", { class: "refs", "aria-label": "Closest matches" },
+      el("h3", {}, "Closest matches (not cited)"), list));
+  }
+}
+
+// ------------------------------------------------------------------ Ask / Chat
+
+async function ask(event) {
+  event.preventDefault();
+  const box = $("question");
+  const message = box.value.trim();
+  if (!message || state.busy) return;
+  showError("");
+  box.value = "";
+  $("thread-empty").hidden = true;
+  const live = el("p", { class: "streaming" }, "Searching the papers…");
+  const turn = el("li", { class: "turn" },
+    el("p", { class: "question" }, message),
+    el("div", { class: "answer", "aria-busy": "true" }, live));
+  $("thread").append(turn);
+  turn.scrollIntoView({ block: "end" });
+  const controller = new AbortController();
+  state.busy = controller;
+  $("ask-submit").disabled = true;
+  let streamed = "";
+  let finished = false;
+  try {
+    const body = { message, stream: true };
+    if (state.sessionId) body.session_id = state.sessionId;
+    await streamEvents("api/chat", body, controller.signal, (name, data) => {
+      if (name === "token") {
+        streamed += data.text || "";
+        live.textContent = streamed;
+      } else if (name === "answer") {
+        finished = true;
+        if (data.session_id) state.sessionId = data.session_id;
+        renderAnswer(turn, data);
+      } else if (name === "error") {
+        throw new ApiError(data.error || "the answer failed", 500);
+      }
+    });
+    if (!finished) throw new ApiError("The answer stopped before it was complete.", 0);
+  } catch (err) {
+    if (err.name === "AbortError") {
+      turn.querySelector(".answer").replaceChildren(el("p", { class: "muted" }, "Cancelled."));
+    } else {
+      turn.querySelector(".answer").replaceChildren(el("p", { class: "error" }, err.message));
+      showError(err.message);
+    }
+  } finally {
+    turn.querySelector(".answer").removeAttribute("aria-busy");
+    state.busy = null;
+    $("ask-submit").disabled = false;
+    turn.scrollIntoView({ block: "nearest" });
+  }
+}
+
+function newChat() {
+  if (state.busy) state.busy.abort();
+  state.sessionId = null;
+  $("thread").replaceChildren();
+  $("thread-empty").hidden = false;
+  showError("");
+  $("question").focus();
+}
+
+// ------------------------------------------------------------------ the paper panel
+
+// Where `quote` lies in `text`. Quotes are abstract sentences with Markdown and LaTeX read as
+// text ("$2.13\times$" is quoted "2.13×"), so when the quote is not found as it is, both are
+// compared on their letters and digits only, LaTeX commands skipped, and the match is mapped
+// back to the abstract's own characters. Returns [start, end) or null.
+function findQuote(text, quote) {
+  if (!quote) return null;
+  const exact = text.indexOf(quote);
+  if (exact >= 0) return [exact, exact + quote.length];
+  const a = skeleton(text, true);
+  const q = skeleton(quote, false).chars;
+  if (q.length < 8) return null;
+  const at = a.chars.indexOf(q);
+  if (at < 0) return null;
+  const start = a.positions[at];
+  let end = a.positions[at + q.length - 1] + 1;
+  // Take in the closing marks and the full stop that end the sentence ("**", "$", ".").
+  while (end < text.length && /[^\s\w]/.test(text[end]) && !/[([{]/.test(text[end])) end += 1;
+  return [start, end];
+}
+
+const SUPERSCRIPT = { "⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6",
+  "⁷": "7", "⁸": "8", "⁹": "9" };
+
+function skeleton(text, skipCommands) {
+  let chars = "";
+  const positions = [];
+  for (let i = 0; i < text.length; i += 1) {
+    if (skipCommands && text[i] === "\\" && /[a-zA-Z]/.test(text[i + 1] || "")) {
+      while (/[a-zA-Z]/.test(text[i + 1] || "")) i += 1;
+      continue;
+    }
+    const c = SUPERSCRIPT[text[i]] || text[i].toLowerCase();
+    if (/[a-z0-9]/.test(c)) {
+      chars += c;
+      positions.push(i);
+    }
+  }
+  return { chars, positions };
+}
+
+async function openPaper(paperId, quote, opener) {
+  state.panelOpener = opener || document.activeElement;
+  const panel = $("panel");
+  $("panel-title").textContent = "Loading…";
+  for (const id of ["panel-meta", "panel-link", "panel-abstract", "panel-note"]) {
+    $(id).replaceChildren();
+  }
+  panel.hidden = false;
+  document.body.classList.add("panel-open");
+  $("panel-close").focus();
+  try {
+    const paper = await getJson(`api/papers/${encodeURIComponent(paperId)}`);
+    $("panel-title").textContent = paper.title || paper.paper_id;
+    $("panel-meta").textContent = [paper.authors, [paper.venue, paper.year].filter(Boolean).join(" "),
+      paper.source, `id ${paper.paper_id}`].filter(Boolean).join(" · ");
+    if (/^https?:\/\//i.test(paper.url || "")) {
+      $("panel-link").append(el("a", { href: paper.url, rel: "noopener noreferrer", target: "_blank" },
+        paper.url));
+    }
+    const abstract = $("panel-abstract");
+    const span = findQuote(paper.text, quote);
+    if (span) {
+      const mark = el("mark", {}, paper.text.slice(span[0], span[1]));
+      abstract.append(paper.text.slice(0, span[0]), mark, paper.text.slice(span[1]));
+      mark.scrollIntoView({ block: "center" });
+      $("panel-note").textContent = "Highlighted: the sentence the answer quotes.";
+    } else {
+      abstract.textContent = paper.text;
+    }
+  } catch (err) {
+    $("panel-title").textContent = "Paper not available";
+    $("panel-note").textContent = err.message;
+  }
+}
+
+function closePanel() {
+  const panel = $("panel");
+  if (panel.hidden) return;
+  panel.hidden = true;
+  document.body.classList.remove("panel-open");
+  const opener = state.panelOpener;
+  state.panelOpener = null;
+  if (opener && document.contains(opener)) opener.focus();
+}
+
+// ------------------------------------------------------------------ Papers
+
+async function loadPapers(offset) {
+  try {
+    const page = await getJson(`api/papers?offset=${offset}&limit=${PAGE_SIZE}`);
+    state.offset = page.offset;
+    state.total = page.total;
+    const list = $("paper-list");
+    list.replaceChildren();
+    list.start = page.offset + 1;
+    for (const paper of page.papers) list.append(paperItem(paper, ""));
+    const last = page.offset + page.papers.length;
+    $("papers-info").textContent = page.total
+      ? `Papers ${page.offset + 1}–${last} of ${page.total}`
+      : "This collection holds no papers yet (ragqa ingest PATH adds them).";
+    $("pager").hidden = page.total <= PAGE_SIZE;
+    $("page-prev").disabled = page.offset === 0;
+    $("page-next").disabled = last >= page.total;
+    $("search-clear").hidden = true;
+  } catch (err) {
+    if (err.status !== 401) showError(err.message);
+  }
+}
+
+function paperItem(paper, sentence) {
+  const title = el("button", {
+    type: "button", class: "link paper-title", "data-paper": paper.paper_id,
+    onclick: (event) => openPaper(paper.paper_id, sentence, event.currentTarget),
+  }, paper.title || paper.paper_id);
+  const meta = [paper.source, [paper.venue, paper.year].filter(Boolean).join(" "),
+    `id ${paper.paper_id}`].filter(Boolean).join(" · ");
+  const item = el("li", { class: "paper" }, title, el("p", { class: "muted meta" }, meta));
+  if (sentence) item.append(el("p", { class: "best-sentence" }, sentence));
+  else if (paper.text) item.append(el("p", { class: "snippet" }, snippet(paper.text)));
+  return item;
+}
+
+function snippet(text) {
+  return text.length > 220 ? text.slice(0, 220).replace(/\s+\S*$/, "") + " …" : text;
+}
+
+async function search(event) {
+  event.preventDefault();
+  const question = $("search-q").value.trim();
+  if (!question) return;
+  showError("");
+  $("papers-info").textContent = "Searching…";
+  try {
+    const found = await getJson("api/search", { body: { question } });
+    const list = $("paper-list");
+    list.replaceChildren();
+    list.start = 1;
+    for (const hit of found.results) list.append(paperItem(hit, hit.best_sentence || ""));
+    $("papers-info").textContent = found.results.length
+      ? `${found.results.length} of ${found.total_papers} papers match “${found.query}”`
+      : `No paper of the ${found.total_papers} matches “${found.query}”.`;
+    $("pager").hidden = true;
+    $("search-clear").hidden = false;
+  } catch (err) {
+    $("papers-info").textContent = "";
+    if (err.status !== 401) showError(err.message);
+  }
+}
+
+// ------------------------------------------------------------------ Summary
+
+async function summarize(event) {
+  event.preventDefault();
+  const all = $("summary-all").checked;
+  const topic = $("topic").value.trim();
+  if (!all && !topic) {
+    showError("Give a topic, or tick “whole collection”.");
+    $("topic").focus();
+    return;
+  }
+  showError("");
+  $("summary-submit").disabled = true;
+  $("summary-info").textContent = "Summarizing…";
+  try {
+    const summary = await getJson("api/summarize", { body: all ? { all: true } : { topic } });
+    renderSummary(summary);
+    $("summary-info").textContent = "";
+  } catch (err) {
+    $("summary-info").textContent = "";
+    if (err.status !== 401) showError(err.message);
+  } finally {
+    $("summary-submit").disabled = false;
+  }
+}
+
+function renderSummary(summary) {
+  const refs = new Map(summary.references.map((r) => [r.n, r]));
+  state.summaryMarkdown = summary.markdown || "";
+  state.summaryTopic = summary.topic || "collection";
+  $("summary-title").textContent = summary.topic ? `Summary: ${summary.topic}`
+    : "Summary of the collection";
+  $("summary-overview").textContent = summary.overview || "";
+  const themes = $("summary-themes");
+  themes.replaceChildren();
+  for (const theme of summary.themes) {
+    themes.append(el("section", { class: "theme" },
+      el("h4", {}, `${theme.name} (${theme.size} ${theme.size === 1 ? "paper" : "papers"})`),
+      renderRichText(theme.text, (n, before) => citationButton(n, refs.get(n), quoteBefore(before)))));
+  }
+  const list = $("summary-refs");
+  list.replaceChildren();
+  for (const r of summary.references) list.append(paperLine(r, "", r.n));
+  $("download-md").disabled = !state.summaryMarkdown;
+  $("summary-out").hidden = false;
+}
+
+// In a summary paragraph each paper's sentence comes right before its citation
+// ("**DVPD**: To bridge this gap, we propose DVPD … [2]"): that sentence is the one to highlight.
+function quoteBefore(text) {
+  const sentence = text.replace(/^[\s:;,.]+/, "").trim();
+  return sentence.length > 12 ? sentence : "";
+}
+
+function downloadMarkdown() {
+  if (!state.summaryMarkdown) return;
+  const blob = new Blob([state.summaryMarkdown], { type: "text/markdown;charset=utf-8" });
+  const url = URL.createObjectURL(blob);
+  const name = state.summaryTopic.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+  const link = el("a", { href: url, download: `summary-${name || "collection"}.md`, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// ------------------------------------------------------------------ wiring
+
+function start() {
+  for (const tab of document.querySelectorAll(".view-tab")) {
+    tab.addEventListener("click", () => showView(tab.dataset.view));
+  }
+  $("ask-form").addEventListener("submit", ask);
+  $("question").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("ask-form").requestSubmit();
+    }
+  });
+  $("new-chat").addEventListener("click", newChat);
+  $("search-form").addEventListener("submit", search);
+  $("search-clear").addEventListener("click", () => {
+    $("search-q").value = "";
+    loadPapers(0);
+  });
+  $("page-prev").addEventListener("click", () => loadPapers(Math.max(0, state.offset - PAGE_SIZE)));
+  $("page-next").addEventListener("click", () => loadPapers(state.offset + PAGE_SIZE));
+  $("summary-form").addEventListener("submit", summarize);
+  $("summary-all").addEventListener("change", () => { $("topic").disabled = $("summary-all").checked; });
+  $("download-md").addEventListener("click", downloadMarkdown);
+  $("panel-close").addEventListener("click", closePanel);
+  $("token-form").addEventListener("submit", submitToken);
+  $("token-dialog").addEventListener("cancel", (event) => event.preventDefault());
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !$("token-dialog").open) closePanel();
+  });
+  const view = location.hash.slice(1);
+  showView(["ask", "papers", "summary"].includes(view) ? view : "ask", { focus: false });
+  loadHealth();
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,135 @@
+"""MCP: the SDK's own client talks to `ragqa mcp` over stdio and to `ragqa serve`'s `/mcp` over
+streamable HTTP; the tools return the CLI's `--json` objects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+
+import pytest
+
+from .conftest import FULL_DUPLEX, Ragqa
+from .serve_helpers import RagqaServer, server_env
+
+pytestmark = pytest.mark.server
+
+TOKEN = "mcp-token-canary-5c2e8a"
+TOOLS = {"search_papers", "ask", "get_paper", "summarize", "list_collections"}
+
+
+@pytest.fixture(scope="module")
+def home(_seeded_template, tmp_path_factory):
+    home = tmp_path_factory.mktemp("mcp") / "home"
+    shutil.copytree(_seeded_template, home)
+    return home
+
+
+def _cli_json(home, *args: str):
+    result = Ragqa({"RAGQA_HOME": str(home), "RAGQA_LLM": "none"})(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+async def _session(client, home) -> dict:
+    """Everything the tests check, from one client session."""
+    listed = (await client.list_tools()).tools
+    out: dict = {"tools": {t.name: t for t in listed}}
+    calls = {
+        "search": ("search_papers", {"query": FULL_DUPLEX}),
+        "filtered": ("search_papers", {"query": "speech", "k": 2, "year": 2026,
+                                       "venue": "ICML"}),
+        "ask": ("ask", {"question": "How many tasks does τ-Voice evaluate?"}),
+        "summary": ("summarize", {"topic": "speech"}),
+        "collections": ("list_collections", {}),
+        "missing": ("get_paper", {"paper_id": "nosuchpaper"}),
+        "empty": ("ask", {"question": "   "}),
+    }
+    for key, (tool, arguments) in calls.items():
+        out[key] = await client.call_tool(tool, arguments)
+    paper_id = out["search"].structured_content["results"][0]["paper_id"]
+    out["paper"] = await client.call_tool("get_paper", {"paper_id": paper_id[:8]})
+    out["paper_id"] = paper_id
+    return out
+
+
+def _check(result: dict, home) -> None:
+    tools = result["tools"]
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert "Returns" in tool.description
+    assert set(tools["search_papers"].input_schema["properties"]) == {"query", "k", "venue",
+                                                                     "year"}
+    assert tools["search_papers"].input_schema["required"] == ["query"]
+    structured = {k: v.structured_content for k, v in result.items()
+                  if k not in ("tools", "paper_id")}
+    assert structured["search"] == _cli_json(home, "search", FULL_DUPLEX)
+    assert structured["filtered"] == _cli_json(home, "search", "speech", "-k", "2", "--year",
+                                               "2026", "--venue", "ICML")
+    assert structured["ask"] == _cli_json(home, "ask", "How many tasks does τ-Voice evaluate?")
+    assert "278 tasks" in structured["ask"]["answer"]
+    assert structured["summary"] == _cli_json(home, "summarize", "speech")
+    assert structured["paper"] == _cli_json(home, "show", result["paper_id"])
+    assert structured["collections"] == {"current": "default", "papers": 29,
+                                         "collections": [{"name": "default"}]}
+    # The text content is the same object, for clients that read only text.
+    assert json.loads(result["search"].content[0].text) == structured["search"]
+    for bad in ("missing", "empty"):
+        assert result[bad].is_error
+        message = result[bad].content[0].text
+        assert len(message.splitlines()) == 1 and "Traceback" not in message
+    assert "nosuchpaper" in result["missing"].content[0].text
+
+
+def test_mcp_over_stdio(home):
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = server_env(home, RAGQA_LLM="none")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ragqa", "mcp"], env=env)
+
+    async def run() -> dict:
+        async with Client(params) as client:
+            return await _session(client, home)
+
+    _check(asyncio.run(run()), home)
+
+
+@pytest.fixture(scope="module")
+def served(home):
+    server = RagqaServer(home, "--token", TOKEN, RAGQA_LLM="none")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def _http_transport(url: str, headers: dict):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers,
+                                                                      timeout=120))
+
+
+def test_mcp_over_streamable_http_with_the_token(served, home):
+    from mcp import Client
+
+    async def run() -> dict:
+        transport = _http_transport(f"{served.url}/mcp", {"Authorization": f"Bearer {TOKEN}"})
+        async with Client(transport) as client:
+            return await _session(client, home)
+
+    _check(asyncio.run(run()), home)
+    assert TOKEN not in served.stdout and TOKEN not in served.stderr
+
+
+def test_mcp_over_http_without_the_token_is_refused(served):
+    import httpx
+
+    response = httpx.post(f"{served.url}/mcp", json={"jsonrpc": "2.0", "id": 1,
+                                                     "method": "tools/list"},
+                          headers={"Accept": "application/json, text/event-stream"})
+    assert response.status_code == 401 and set(response.json()) == {"error"}
