@@ -361,8 +361,10 @@ def _add_web(api: Any) -> None:
             return _error_response(404, "this installation has no web page (ragqa/web/)")
         return FileResponse(index, media_type="text/html")
 
-    if (WEB_DIR / "static").is_dir():
-        api.mount("/static", StaticFiles(directory=WEB_DIR / "static"), name="static")
+    # /static/x is ragqa/web/static/x, or ragqa/web/x when the page keeps its files beside it
+    assets = WEB_DIR / "static" if (WEB_DIR / "static").is_dir() else WEB_DIR
+    if assets.is_dir():
+        api.mount("/static", StaticFiles(directory=assets), name="static")
 
 
 def _add_docs(api: Any) -> None:

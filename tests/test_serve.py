@@ -240,6 +240,27 @@ def test_a_new_snapshot_is_picked_up_by_the_next_request(api, served, tmp_path):
     assert api("GET", "/api/health").json()["papers"] == 30
 
 
+def test_the_app_keeps_its_parts_warm_until_a_new_snapshot(seeded, home, tmp_path,
+                                                           monkeypatch):
+    """In-process: what every request asks for is the same object until an ingest writes."""
+    from ragqa.app import App
+
+    monkeypatch.setenv("RAGQA_HOME", str(home))
+    core = App.open()
+    warm = core.retriever()
+    assert core.retriever() is warm and core.retriever().lexical is warm.lexical
+    source = tmp_path / "one.jsonl"
+    source.write_text(json.dumps({"id": "warm-1", "title": "A Paper On Warm Caches",
+                                  "text": "Caches stay warm between requests."}) + "\n",
+                      encoding="utf-8")
+    assert seeded("ingest", str(source), "--quiet").exit_code == 0
+    fresh = core.retriever()
+    assert fresh is not warm and fresh.total_papers == 30
+    assert fresh.store.encoder is warm.store.encoder  # the model is not loaded again
+    assert core.retriever() is fresh
+    assert core.show("warm-1")["title"] == "A Paper On Warm Caches"
+
+
 # ---------------------------------------------------------------- safety
 
 def test_every_route_but_health_and_the_page_needs_the_token(api):
