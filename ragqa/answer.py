@@ -39,12 +39,14 @@ CITATION = re.compile(r"\[\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[-–
 _SPACED_CITATION = re.compile(r"([ \t]*)" + CITATION.pattern)
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|fast|large|long|big|well|accurate)|by how|what(?:'s| is| was| are)? "
-    r"(?:the |its |their |his |her )?(?:\w+ )?(speed-?up|accuracy|percentage|number|size|"
+    r"(?:the |its |their |his |her )?(?:\w+ )?(speed-?up|accuracy|percentage|share|fraction|"
+    r"proportion|ratio|number|size|"
     r"score|rate|gain|improvement|reduction|error|f1|bleu|map|auc|latency|throughput|cost|"
     r"performance|perplexity|precision|recall))\b", re.IGNORECASE)
 # A follow-up about what a paper contributes, and the sentence that says it.
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*",
                                 re.IGNORECASE)
+_SHARE_MEASURES = frozenset({"percentag", "share", "fraction", "proport"})
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
 _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
 # A fact answer: the cross-encoder reads this many sentences (the best by word overlap of the
@@ -374,12 +376,15 @@ def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarr
     terms = set(lexical.terms(question, query=True))
     quantity = _QUANTITY.search(question)
     measure = set(lexical.terms(quantity.group(1))) if quantity and quantity.group(1) else set()
+    # A share is written as a percentage: "solving 96.6% of the puzzles" names the measure.
+    percent = bool(measure & _SHARE_MEASURES)
     scores = np.zeros(len(sentences))
     for i, (sentence, tokens) in enumerate(zip(sentences, map(lexical.terms, sentences),
                                                strict=True)):
         scores[i] = len(terms & set(tokens)) / np.sqrt(len(tokens) + 5)
         if quantity and _FIGURE.search(strip_marks(sentence)):
-            scores[i] *= 3.0 if measure & set(tokens) else 1.5
+            named = measure & set(tokens) or (percent and "%" in strip_marks(sentence))
+            scores[i] *= 3.0 if named else 1.5
     return scores
 
 
@@ -397,8 +402,11 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
                                    strict=True):
             candidates.append((score + 0.05 / n, n, sentence))
     candidates.sort(key=lambda t: -t[0])
-    if _QUANTITY.search(question):  # a figure is asked for: only a sentence with one holds it
+    quantity = _QUANTITY.search(question)
+    if quantity:  # a figure is asked for: only a sentence with one holds it
         candidates = [c for c in candidates if _FIGURE.search(strip_marks(c[2]))] or candidates
+        if set(lexical.terms(quantity.group(1) or "")) & _SHARE_MEASURES:  # a percentage
+            candidates = [c for c in candidates if "%" in strip_marks(c[2])] or candidates
     candidates = candidates[:READ_SENTENCES]
     if not candidates:
         return []

@@ -141,6 +141,14 @@ def question_signals(hits: Sequence[Hit], features: Sequence[str]) -> np.ndarray
                      for f in features], dtype=np.float64)
 
 
+def _within(positions: list[list[int]], window: int) -> bool:
+    """Whether one position from each list lies within `window` of the first list's."""
+    if not positions or any(not p for p in positions):
+        return False
+    return any(all(any(abs(j - i) <= window for j in p) for p in positions[1:])
+               for i in positions[0])
+
+
 def _leave_one_out(vectors: np.ndarray) -> np.ndarray:
     """Each vector's cosine to the centre of the others. A core paper is measured so against
     the feedback centre: it is always close to a centre it is part of, and with two core papers
@@ -207,6 +215,12 @@ _ONE_PAPER = re.compile(
     r"^\s*(?:what|how|which|who|when|where|why)\s+(?:\w+\s+){0,3}?(?:does|do|did|is|was|are)\s+"
     r"(?:the|this|that|its)\s+(?:[^?]{0,60}?\s)?(?:paper|work|study|article|method|approach|"
     r"model|system)\b(?!s)", re.IGNORECASE)
+# "What does the paper on X introduce?" -> X: the description of the one paper asked about.
+_ONE_PAPER_FRAME = re.compile(
+    r"^\s*what\s+(?:does|did|do|is)\s+the\s+(?:paper|work|study|article)\s+"
+    r"(?:on|about|that studies|which studies|studying|for|of)\s+(.+?)\s+"
+    r"(?:propose|proposes|introduce|introduces|present|presents|contribute|contributes|show|"
+    r"shows|find|finds|achieve|achieves)\b\W*$", re.IGNORECASE)
 # A bare topic ("spiking neural networks") is at most this many words.
 MAX_TOPIC_WORDS = 8
 # A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
@@ -283,6 +297,11 @@ def topic_of(question: str) -> str:
     taken apart by ragqa.question (its topic, without the examples); a claim keeps its words."""
     if is_list_question(question):
         return understand(question).topic
+    described = _ONE_PAPER_FRAME.match(question)
+    if described and len(described.group(1).split()) >= 2:
+        # "What does the paper on the training dynamics of wide networks introduce?": the
+        # paper is searched by what describes it.
+        return described.group(1)
     topic = _QUESTION_FRAME.sub("", question, count=1).strip().rstrip("?.! ")
     return topic if len(topic) >= 3 else question.strip()
 
@@ -331,14 +350,13 @@ class Retriever:
         if isinstance(rule, RelevanceModel):
             hits, query_terms = self._list_candidates(query, n, filters, allowed)
             considered = len(hits)
-            hits = rule.keep(hits) if cut else rule.rank(hits)
-            if cut and hits and self.names_unknown_subject(query):
-                hits = []  # a near miss: the papers are on a neighbouring topic
+            hits = self.decide_list(query, hits, rule) if cut else rule.rank(hits)
         else:
             vector = self.store.encoder.embed([topic_of(query)])[0]
-            query_terms = self.lexical.query_terms(query)
+            words = _ONE_PAPER_FRAME.sub(r"\1", query)  # a paper's description, if that
+            query_terms = self.lexical.query_terms(words)
             hits = self._fuse(self._dense(vector, n, filters),
-                              self.lexical.search(query, n, allowed))
+                              self.lexical.search(words, n, allowed))
             considered = len(hits)
             self._score_relevance(hits, vector, query_terms)
             self._mark_named(hits, query)
@@ -422,6 +440,41 @@ class Retriever:
                     signals={k: float(v[r]) for k, v in signals.items()})
                 for r, index in enumerate(pool.rows)]
         return hits, query_terms
+
+    def decide_list(self, query: str, hits: list[Hit], model: RelevanceModel) -> list[Hit]:
+        """The list for a "which papers" question from its candidates: the calibrated model's,
+        less a near miss (names_unknown_subject), plus the papers that state a short topic
+        word for word when the model's gate finds the topic absent. The gate judges a topic by
+        its best three papers (absent topics still have near papers); a topic one paper of the
+        collection holds ("greenhouse tomato irrigation") has no three."""
+        if self.names_unknown_subject(query):
+            model.rank(hits)
+            return []
+        kept = model.keep(hits)
+        if kept:
+            return kept
+        return [h for h in hits if h.probability >= model.threshold
+                and self._states_short_topic(query, h.index)]
+
+    def _states_short_topic(self, query: str, index: int) -> bool:
+        """Whether the paper states a short part of the question (at most KEY_TERM_TOPIC_WORDS
+        words: the topic, an alternative, an example): every word of it within a few words of
+        one another ("irrigation scheduling for greenhouse tomato crops"); a part of one word,
+        twice (a paper about tomatoes says so more than in passing, "like in a sports
+        tournament")."""
+        assert self.lexical is not None
+        paper = self.lexical.papers_by_index([index])[0]
+        positions: dict[str, list[int]] = {}
+        for i, term in enumerate(lexical.terms(lexical.paper_document(paper))):
+            positions.setdefault(term, []).append(i)
+        for sub in understand(query).subqueries:
+            groups = self._term_groups(sub)
+            found = [sorted(i for t in g for i in positions.get(t, [])) for g in groups]
+            if len(groups) == 1 and len(found[0]) >= 2:
+                return True
+            if 1 < len(groups) <= KEY_TERM_TOPIC_WORDS and _within(found, len(groups) + 2):
+                return True
+        return False
 
     def names_unknown_subject(self, query: str) -> bool:
         """Whether a "which papers" question names a subject that no paper of the collection

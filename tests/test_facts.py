@@ -103,3 +103,23 @@ def test_a_common_name_is_no_name(seeded, home):
     # A name is its words as the collection has them ("τ-Voice": "voic"), one the papers lack none.
     assert named_terms("How many tasks does τ-Voice evaluate?", index) == [["voic"]]
     assert named_terms("What does ZorbaNet-7 propose?", index) == []
+
+
+def test_a_share_is_answered_by_a_percentage(seeded):
+    answer = json.loads(seeded("ask", "What share of the failures of voice agents stem from "
+                               "agent behavior?", "--json").stdout)
+    assert answer["citations"][0]["title"] == "τ-Voice"
+    assert "79–90%" in answer["citations"][0]["quote"]
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    ("What does the paper on the training dynamics of infinitely wide networks introduce?",
+     "the training dynamics of infinitely wide networks"),
+    ("What does the DiffPool paper propose?", None),
+])
+def test_a_question_about_one_paper_is_a_fact_question(question, topic):
+    from ragqa.retrieve import is_list_question, topic_of
+
+    assert not is_list_question(question)
+    if topic:
+        assert topic_of(question) == topic

@@ -192,3 +192,19 @@ def test_a_topic_in_the_papers_words_is_no_near_miss(seeded):
                             ("Which papers work on molecules?", "CEITNet"),
                             ("Which papers are about machine translation?", "CULTURE-MT")]:
         assert title in [r["title"] for r in _listed(seeded, question)], question
+
+
+def test_a_topic_one_paper_states_is_listed(seeded, tmp_path):
+    """The gate judges a topic by its best three papers; a topic one paper of the collection
+    holds word for word is there all the same."""
+    extra = tmp_path / "tomato.jsonl"
+    extra.write_text(json.dumps({
+        "id": "tomato-1", "title": "Greenhouse tomato irrigation with reinforcement learning",
+        "abstract": "We study irrigation scheduling for greenhouse tomato crops. A reinforcement "
+                    "learning agent decides when and how much to water each tomato plant from "
+                    "soil moisture sensors, cutting water use by 30% while keeping yield."})
+                     + "\n")
+    assert seeded("ingest", str(extra), "--quiet").exit_code == 0
+    for question in ["tomato", "Which papers study tomato irrigation?",
+                     "greenhouse tomato irrigation"]:
+        assert [r["paper_id"] for r in _listed(seeded, question)] == ["tomato-1"], question

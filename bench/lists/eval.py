@@ -254,10 +254,8 @@ def candidate_runs(retriever, questions: list[Question]):
 
 def decide(model, retriever, q: Question, hits) -> list[str]:
     """The list a model keeps from a question's candidates, as Retriever.search decides it
-    (the near-miss rule after the model: a question naming a word no paper uses)."""
-    if retriever.names_unknown_subject(q.text):
-        return []
-    return [h.paper.paper_id for h in model.keep(list(hits))]
+    (with the near-miss and one-paper-topic rules around the model)."""
+    return [h.paper.paper_id for h in retriever.decide_list(q.text, list(hits), model)]
 
 
 def candidate_recall(runs, depth: int | None) -> float:
