@@ -166,6 +166,11 @@ def ingest(
         "--rebuild", help="Drop the collection and embed everything again (e.g. after "
         "changing the embedder); without paths, re-embeds the papers it holds.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", help="Keep only records that meet this: category=cs.CL, venue=ICLR, "
+        "year>=2023 (repeat for several; all must hold).")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, help="Keep at most this many records (stops reading there).")] = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Add abstracts to a collection: incremental, idempotent, safe to interrupt."""
@@ -180,7 +185,11 @@ def ingest(
             raise UsageError("name files or folders to ingest, or use --seeds for the bundled "
                              "ICML 2026 abstracts")
         settings, name = _settings(collection)
-        read = read_sources(sources, skip_bad=skip_bad) if sources else None
+        selection = _selection(where, limit, prune)
+        with out.status(enabled=not quiet and not as_json) as show:
+            read = read_sources(sources, skip_bad=skip_bad, selection=selection, on_progress=(
+                lambda n, kept: show(f"Reading: {n:,} records read, {kept:,} kept"))
+            ) if sources else None
         store = _open_store(settings, name)
         progress = out.ingest_progress(enabled=not quiet and not as_json)
         report = ingest_sources(store, read, prune=prune, rebuild=rebuild, progress=progress)
@@ -188,6 +197,19 @@ def ingest(
             out.json(asdict(report))
         else:
             out.ingest_report(report, quiet)
+
+
+def _selection(where: list[str] | None, limit: int | None, prune: bool):
+    from ragqa.sources.select import Selection
+
+    try:
+        selection = Selection.parse(where, limit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if selection and prune:
+        raise UsageError("--prune deletes what the files no longer hold; with --where or "
+                         "--limit it would delete the rest of each file: use one or the other")
+    return selection
 
 
 # ---------------------------------------------------------------- search
