@@ -21,7 +21,7 @@ _MD_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _MD_EMPHASIS = re.compile(r"(?<![\w*])([*_])(?=[^\s*_])([^*_\n]{1,200}?)(?<=[^\s*_])\1(?![\w*])")
 _MD_CODE = re.compile(r"`([^`\n]{1,200})`")
 _BARE_PERCENT = re.compile(r"(?<!\\)%")
-_TILDE_NUMBER = re.compile(r"~(?=\d)")
+_TILDE_NUMBER = re.compile(r"(?<!\S)~(?=\d)")  # " ~5": about 5; "Table~2" is a LaTeX space
 _LATEX_HINT = re.compile(r"\\[A-Za-z\"'`^~=.{}&%$#_ ]|\$[^$]*\$")
 # Superscripts and subscripts of digits: "$^2$" reads "²", "$\mathcal{W}_2$" "W₂"
 _SUP = re.compile(r"\^\{?([0-9+-]{1,6})\}?")

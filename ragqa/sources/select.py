@@ -25,6 +25,13 @@ def split_categories(value: object) -> list[str]:
     return [c for c in _CATEGORY_SPLIT.split(str(value or "")) if c]
 
 
+def category_key(category: str) -> str:
+    """The Chroma metadata key that marks a paper of this category ("cat_cs.cl": True): Chroma
+    metadata holds no lists in every version, and a boolean key per category filters in the
+    index itself (a delimited string would need every candidate read back to match)."""
+    return f"cat_{category.strip().lower()}"
+
+
 @dataclass(frozen=True)
 class Condition:
     field: str  # "category", "venue" or "year"
