@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 from ragqa.corpus import Paper
+from ragqa.sources.latex import latex_to_text
 from ragqa.sources.select import split_categories
 
 _SKIPPED_TITLE_WORDS = {"a", "an", "the", "on", "of", "in", "for", "to", "and", "towards"}
@@ -84,9 +85,9 @@ def _latex_char(char: str) -> str:
     that reads back as the same character; else the character itself (LaTeX reads UTF-8)."""
     from pylatexenc.latexencode import unicode_to_latex
 
-    from ragqa.sources.latex import latex_to_text
-
-    encoded = unicode_to_latex(char, non_ascii_only=False, unknown_char_warning=False)
+    # BibTeX counts every brace, escaped or not: a lone one is written as a command
+    encoded = {"{": "\\textbraceleft{}", "}": "\\textbraceright{}"}.get(char) or \
+        unicode_to_latex(char, non_ascii_only=False, unknown_char_warning=False)
     return encoded if latex_to_text(f"x{encoded}x") == f"x{char}x" else char
 
 
@@ -94,6 +95,17 @@ def _latex(text: str) -> str:
     """Plain text as a BibTeX value that reads back as the same text."""
     out = "".join(c if c in _PLAIN else _latex_char(c) for c in text)
     return out.replace("--", "-{}-")  # LaTeX would read "--" as a dash
+
+
+def _balanced(value: str) -> bool:
+    """Whether a value can stand inside {…}: a "…"-quoted one may hold a lone brace (BibTeX
+    counts escaped braces too)."""
+    depth = 0
+    for char in value:
+        depth += (char == "{") - (char == "}")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _bib_authors(authors: str) -> str:
@@ -105,7 +117,8 @@ def entry_fields(paper: Paper) -> tuple[str, dict[str, str]]:
     extra = paper.extra
     if extra.get("source_format") == "bibtex" and extra.get("bibtex_fields"):
         own = json.loads(str(extra["bibtex_fields"]))  # written as the .bib had them
-        fields = {k: v for k, v in own.items() if k != "abstract"}
+        fields = {k: v if _balanced(v) else _latex(latex_to_text(v))
+                  for k, v in own.items() if k != "abstract"}
         fields["abstract"] = _latex(paper.text)
         return str(extra.get("bibtex_type") or "misc"), fields
     fields = {"title": _latex(paper.title)}

@@ -48,7 +48,9 @@ def _converter():
     drop = [latex2text.MacroTextSpec(name, discard=True) for name in
             ("cite", "citep", "citet", "ref", "eqref", "label", "footnote", "thanks")]
     symbols = [latex2text.MacroTextSpec("sim", simplify_repl="~"),
-               latex2text.MacroTextSpec("textasciitilde", simplify_repl="~")]
+               latex2text.MacroTextSpec("textasciitilde", simplify_repl="~"),
+               latex2text.MacroTextSpec("textbraceleft", simplify_repl="{"),
+               latex2text.MacroTextSpec("textbraceright", simplify_repl="}")]
     db.add_context_category("ragqa", prepend=True, macros=keep + drop + symbols)
     # A macro no one defined (an abstract's "\\timestamp") is kept as written, not dropped.
     db.set_unknown_macro_spec(latex2text.MacroTextSpec(
