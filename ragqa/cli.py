@@ -160,7 +160,8 @@ def _open_for_query(settings: Settings, name: str, quiet: bool = False) -> Retri
 @app.command()
 def ingest(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Files or folders: seeds-style .txt, .jsonl[.gz], .csv.", show_default=False)] = None,
+        help="Files or folders: seeds-style .txt, .jsonl[.gz], .csv, .json (arXiv metadata, "
+        "OpenReview notes), .bib.", show_default=False)] = None,
     seeds: Annotated[bool, typer.Option("--seeds", help="Ingest the bundled seeds.")] = False,
     prune: Annotated[bool, typer.Option(
         "--prune", help="Delete papers that their source file no longer holds.")] = False,

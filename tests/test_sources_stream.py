@@ -73,3 +73,40 @@ def test_ingest_where_and_limit_ingest_a_slice(ragqa):
         result = ragqa("ingest", str(path), *bad, "--quiet")
         assert result.exit_code == 2 and result.stderr.startswith("ragqa: error: --"), bad
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_bad_record_in_a_new_format_stops_ingest_before_anything_is_written(ragqa, home):
+    fixtures = REPO / "tests" / "fixtures" / "sources"
+    for name, line in (("arxiv_bad.jsonl", 3), ("bad.bib", 9), ("openreview_bad.json", 49)):
+        result = ragqa("ingest", str(fixtures / "zotero.bib"), str(fixtures / name),
+                       "--quiet")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"ragqa: error: {fixtures / name}:{line}: ")
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+        assert not (home / "chroma").exists()  # read fully before the store is opened
+    result = ragqa("ingest", str(fixtures / "arxiv_bad.jsonl"), str(fixtures / "bad.bib"),
+                   "--skip-bad", "--quiet", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["added"], report["skipped_bad"]) == (4, 3)
+
+
+def test_a_snapshot_without_the_categories_column_still_filters(tmp_path):
+    """BM25 snapshots written before the column existed filter from each paper's metadata."""
+    import sqlite3
+
+    from ragqa import lexical
+    from ragqa.corpus import read_sources
+
+    papers = read_sources([REPO / "tests" / "fixtures" / "sources" / "arxiv_slice.jsonl"]).papers
+    folder = lexical.write_snapshot(tmp_path, papers, "fp", None)
+    index = lexical.LexicalIndex(folder, "fp")
+    with_column = index.indices_matching(None, None, None, "cs.CL").tolist()
+    index.close()
+    with sqlite3.connect(folder / "papers.sqlite") as db:
+        db.execute("ALTER TABLE papers DROP COLUMN categories")
+    index = lexical.LexicalIndex(folder, "fp")
+    assert index.indices_matching(None, None, None, "cs.CL").tolist() == with_column
+    assert [papers[i].paper_id for i in with_column] == ["2305.01234", "2401.09999",
+                                                         "2303.07777"]
+    assert index.indices_matching(None, 2023, None, "cs.cl").tolist() == [0, 4]
