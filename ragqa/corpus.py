@@ -532,15 +532,26 @@ def _records_to_papers(path: Path, records: Iterator[tuple[int, dict | CorpusErr
             yield CorpusError(path, line_number, str(exc))
 
 
+_NOTES_KEY = re.compile(r'"notes"\s*:\s*\[')
+
+
 def _read_jsonl(path: Path, admit: Admit | None = None) -> Iterator[Paper | CorpusError | None]:
+    """JSON Lines, streamed; or, in a .json file, one JSON array (an OpenReview export) or an
+    OpenReview API response (`{"notes": [...]}`), read whole."""
     lines = _stream_lines(path)
     first = next(lines, None)
     if first is None:
         raise CorpusError(path, None, "file is empty")
-    if first[1].lstrip().startswith("["):  # one JSON array (an OpenReview export)
-        text = "\n".join([first[1], *(line for _, line in lines)])
-        yield from _records_to_papers(path, _array_records(path, text, first[0]), admit)
-        return
+    head = first[1].lstrip()
+    if head.startswith("[") or (path.name.lower().endswith(".json") and
+                                head.startswith("{") and _wraps_notes(head)):
+        text = _read_text(path)  # whole: element line numbers count the blank lines too
+        start = 0 if head.startswith("[") else _notes_start(text)
+        if start is not None:
+            records = _array_records(path, text[start:], text.count("\n", 0, start) + 1,
+                                     wrapped=bool(start))
+            yield from _records_to_papers(path, records, admit)
+            return
 
     def records() -> Iterator[tuple[int, dict | CorpusError]]:
         for line_number, line in itertools.chain([first], lines):
@@ -549,9 +560,25 @@ def _read_jsonl(path: Path, admit: Admit | None = None) -> Iterator[Paper | Corp
     yield from _records_to_papers(path, records(), admit)
 
 
-def _array_records(path: Path, text: str, first_line: int
+def _wraps_notes(first_line: str) -> bool:
+    """Whether a .json file starting with this line is an API response `{"notes": [...]}`:
+    a first line that is a whole record is JSON Lines (an arXiv snapshot is named .json)."""
+    try:
+        record = json.loads(first_line)
+    except (ValueError, RecursionError):
+        return bool(_NOTES_KEY.search(first_line)) or first_line.strip() == "{"
+    return isinstance(record, dict) and isinstance(record.get("notes"), list)
+
+
+def _notes_start(text: str) -> int | None:
+    match = _NOTES_KEY.search(text)
+    return match.end() - 1 if match else None
+
+
+def _array_records(path: Path, text: str, first_line: int, wrapped: bool = False
                    ) -> Iterator[tuple[int, dict | CorpusError]]:
-    """The objects of a JSON array, each with the line it starts on."""
+    """The objects of a JSON array, each with the line it starts on (`wrapped`: the array is a
+    field of an object, whose other fields may follow it)."""
     decoder = json.JSONDecoder(parse_constant=_no_constant)
     at = text.index("[") + 1
     line, counted = first_line, 0
@@ -565,7 +592,7 @@ def _array_records(path: Path, text: str, first_line: int
     while True:
         at = _skip_space(text, at)
         if at < len(text) and text[at] == "]":
-            if text[at + 1:].strip():
+            if text[at + 1:].strip() and not wrapped:
                 yield line_of(at), CorpusError(path, line_of(at), "text after the JSON array")
             return
         start_line = line_of(at)

@@ -222,3 +222,18 @@ def test_where_filters_every_format_by_venue_and_year():
 def test_a_bad_where_says_what_is_accepted(bad):
     with pytest.raises(ValueError, match="--where"):
         Selection.parse([bad])
+
+
+def test_an_openreview_api_response_and_an_array_with_blank_lines_read_with_true_lines(
+        tmp_path):
+    notes = json.loads((FIXTURES / "openreview_notes.json").read_text())
+    wrapped = tmp_path / "response.json"
+    wrapped.write_text(json.dumps({"notes": notes, "count": 3}, indent=2))
+    spaced = tmp_path / "spaced.json"
+    spaced.write_text("[\n\n" + ",\n\n".join(json.dumps(n) for n in notes) + "\n]\n")
+    for path in (wrapped, spaced):
+        papers = read_sources([path]).papers
+        assert [p.paper_id for p in papers] == ["aBcD123xyz", "QrSt456uvw", "NeUr789abc"]
+        lines = path.read_text().split("\n")
+        assert all(lines[p.line - 1].lstrip().startswith("{") for p in papers)
+    assert [p.line for p in read_sources([spaced]).papers] == [3, 5, 7]
