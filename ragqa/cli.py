@@ -359,7 +359,8 @@ def ask(
                                      on_token=on_token if stream else None, k=k,
                                      filters=Filters(venue=venue, year=year,
                                                      category=category))
-        _write_bib(bib, [retriever.lexical.paper(c.paper_id) for c in answer.citations])
+        if bib:
+            _write_bib(bib, [retriever.lexical.paper(c.paper_id) for c in answer.citations])
         if as_json:
             out.json(answer.as_json())
         else:

@@ -163,7 +163,7 @@ def test_the_bibtex_fixture_is_valid_for_the_parser_itself():
     ("50% of runs, 7\\% of tokens", "50% of runs, 7% of tokens"),  # a bare % is no comment
     ("about ~5 points", "about ~5 points"),
     ("see~\\cite{vaswani2017} for $\\mathcal{F}$", "see for F"),
-    ("A* search, **bold**, _em_ and `code`", "A* search, bold, em and code"),
+    ("A* search, **bold**, *em*, _kept_ and `code`", "A* search, bold, em, _kept_ and code"),
     ("[code](https://github.com/a/b) is out", "code is out"),
     ("R$^2$ and $\\mathcal{W}_2$", "R² and W₂"),
     ("an unclosed {brace and \\frac{a", "an unclosed {brace and \\frac{a"),

@@ -15,10 +15,13 @@ import re
 
 _SUPERSCRIPT = str.maketrans("0123456789+-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻")
 _SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-# Markdown: paired emphasis and code only; a lone "*" (A* search) stays.
+# Markdown: paired emphasis and code only; a lone "*" (A* search) stays, and so does "_x_":
+# in abstracts single underscores belong to identifiers and links more often than to emphasis
+# (`snake_case`, `_https://github.com/…/CPO_`), the readers before this one kept them, and
+# dropping them moved the calibrated list decision on the seeds (tests/test_summarize.py).
 _MD_LINK = re.compile(r"\[([^\]\n]{1,200})\]\((?:https?://|www\.)[^)\s]{1,500}\)")
 _MD_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_MD_EMPHASIS = re.compile(r"(?<![\w*])([*_])(?=[^\s*_])([^*_\n]{1,200}?)(?<=[^\s*_])\1(?![\w*])")
+_MD_EMPHASIS = re.compile(r"(?<![\w*])([*])(?=[^\s*_])([^*_\n]{1,200}?)(?<=[^\s*_])\1(?![\w*])")
 _MD_CODE = re.compile(r"`([^`\n]{1,200})`")
 _BARE_PERCENT = re.compile(r"(?<!\\)%")
 _TILDE_NUMBER = re.compile(r"(?<!\S)~(?=\d)")  # " ~5": about 5; "Table~2" is a LaTeX space
