@@ -167,6 +167,13 @@ def test_the_bibtex_fixture_is_valid_for_the_parser_itself():
     ("[code](https://github.com/a/b) is out", "code is out"),
     ("R$^2$ and $\\mathcal{W}_2$", "R² and W₂"),
     ("an unclosed {brace and \\frac{a", "an unclosed {brace and \\frac{a"),
+    # found on the SciFact and mlconf corpora: money is no math, as pandoc reads "$"
+    ("$37,000/QALY of $81,000/QALY", "$37,000/QALY of $81,000/QALY"),
+    ("US$22 at $1060 ($20,209 versus $27,587)", "US$22 at $1060 ($20,209 versus $27,587)"),
+    ("cost $5 for $x$", "cost $5 for x"),
+    ("\\choose 2 and \\timestamp-free", "\\choose 2 and \\timestamp-free"),
+    ("\\ygyan{usually} works", "usually works"),  # an author's own markup macro
+    ("code\\footnote{https://github.com/a/b}.", "code (https://github.com/a/b)."),
 ])
 def test_one_converter_reads_latex_and_markdown_as_text(raw, text):
     assert to_text(raw) == text

@@ -25,7 +25,7 @@ _MD_EMPHASIS = re.compile(r"(?<![\w*])([*])(?=[^\s*_])([^*_\n]{1,200}?)(?<=[^\s*
 _MD_CODE = re.compile(r"`([^`\n]{1,200})`")
 _BARE_PERCENT = re.compile(r"(?<!\\)%")
 _TILDE_NUMBER = re.compile(r"(?<!\S)~(?=\d)")  # " ~5": about 5; "Table~2" is a LaTeX space
-_LATEX_HINT = re.compile(r"\\[A-Za-z\"'`^~=.{}&%$#_ ]|\$[^$]*\$")
+_LATEX_HINT = re.compile(r"\\[A-Za-z\"'`^~=.{}&%$#_ ]|\$")
 # Superscripts and subscripts of digits: "$^2$" reads "²", "$\mathcal{W}_2$" "W₂"
 _SUP = re.compile(r"\^\{?([0-9+-]{1,6})\}?")
 _SUB = re.compile(r"(?<=[A-Za-z}])_\{?([0-9]{1,4})\}?(?![A-Za-z0-9])")
@@ -49,19 +49,30 @@ def _converter():
              "mathcal", "mathbb", "mathbf", "mathrm", "mathit", "mathsf", "mathtt",
              "mathscr", "mathfrak", "boldsymbol", "bm", "operatorname", "text", "mbox")]
     drop = [latex2text.MacroTextSpec(name, discard=True) for name in
-            ("cite", "citep", "citet", "ref", "eqref", "label", "footnote", "thanks")]
+            ("cite", "citep", "citet", "ref", "eqref", "label", "thanks")]
     symbols = [latex2text.MacroTextSpec("sim", simplify_repl="~"),
                latex2text.MacroTextSpec("textasciitilde", simplify_repl="~"),
                latex2text.MacroTextSpec("textbraceleft", simplify_repl="{"),
-               latex2text.MacroTextSpec("textbraceright", simplify_repl="}")]
+               latex2text.MacroTextSpec("textbraceright", simplify_repl="}"),
+               latex2text.MacroTextSpec("footnote", simplify_repl=" (%(2)s)")]
     db.add_context_category("ragqa", prepend=True, macros=keep + drop + symbols)
     # A macro no one defined (an abstract's "\\timestamp") is kept as written, not dropped.
-    db.set_unknown_macro_spec(latex2text.MacroTextSpec(
-        "", simplify_repl=lambda node, *_: "\\" + node.macroname))
+    db.set_unknown_macro_spec(latex2text.MacroTextSpec("", simplify_repl=_unknown_macro))
     # Its warnings about macros it cannot expand go to the root logger: not the user's business.
     logging.getLogger("pylatexenc").setLevel(logging.CRITICAL)
     return latex2text.LatexNodes2Text(latex_context=db, math_mode="text",
                                       strict_latex_spaces="except-in-equations")
+
+
+def _unknown_macro(node, *_) -> str:
+    """A macro nobody defined: kept as written, with the space after it (LaTeX would swallow
+    that space, a reader should not: "\\choose 2"); one applied to a group ("\\note{usually}",
+    an author's own markup) gives way to the group's text."""
+    source = getattr(getattr(node, "parsing_state", None), "s", "") or ""
+    end = node.pos + node.len if node.pos is not None and node.len is not None else -1
+    if 0 <= end < len(source) and source[end] == "{":
+        return ""
+    return "\\" + node.macroname + (node.macro_post_space or "")
 
 
 def strip_markdown(text: str) -> str:
@@ -73,14 +84,34 @@ def strip_markdown(text: str) -> str:
     return _MD_CODE.sub(r"\1", text)
 
 
+# Math is "$x$" as pandoc reads it: the opening "$" has a non-space on its right, the closing
+# one a non-space on its left and no digit after it; so "$37,000 to $81,000" is money.
+_MATH_PAIR = re.compile(r"(?<!\\)\$(?=[^\s$])((?:[^$\\]|\\.)*?)(?<=[^\s\\])\$(?!\d)", re.DOTALL)
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def _escape_money(text: str) -> str:
+    """Every "$" that is no part of a math pair, escaped: pylatexenc would open math at it."""
+    out, at = [], 0
+    for match in _MATH_PAIR.finditer(text):
+        out.append(_DOLLAR.sub(r"\\$", text[at:match.start()]))
+        out.append(match.group(0))
+        at = match.end()
+    out.append(_DOLLAR.sub(r"\\$", text[at:]))
+    return "".join(out)
+
+
 def has_latex(text: str) -> bool:
-    return bool(_LATEX_HINT.search(text))
+    match = _LATEX_HINT.search(text)
+    if match is None:
+        return False
+    return match.group(0) != "$" or bool(_MATH_PAIR.search(text)) or "\\" in text
 
 
 def latex_to_text(text: str) -> str:
     """LaTeX to text, whitespace folded. Never raises: pylatexenc reads unbalanced braces and
     unknown macros leniently; whatever it still cannot read is kept as written."""
-    text = _TILDE_NUMBER.sub(_KEEP_TILDE, _BARE_PERCENT.sub(r"\\%", text))
+    text = _TILDE_NUMBER.sub(_KEEP_TILDE, _BARE_PERCENT.sub(r"\\%", _escape_money(text)))
     text = _URL_MACRO.sub(r"\1", _HREF.sub(r"\1", text))
     text = _SUP.sub(lambda m: m.group(1).translate(_SUPERSCRIPT), text)
     text = _SUB.sub(lambda m: m.group(1).translate(_SUBSCRIPT), text)
