@@ -87,6 +87,7 @@ class ReadReport:
     skipped: list[CorpusError]
     records_read: int = 0  # records parsed, kept or not
     without_abstract: int = 0  # BibTeX entries that are no paper (no abstract): not errors
+    partial: bool = False  # a --where/--limit slice: the files hold more than was read
 
 
 # ---------------------------------------------------------------- ids and text normalisation
@@ -715,7 +716,7 @@ def read_sources(paths: Iterable[Path], skip_bad: bool = False, selection=None,
     paths = list(paths)
     admit = selection.admits if selection and selection.conditions else None
     limit = selection.limit if selection else None
-    report = ReadReport(papers=[], skipped=[])
+    report = ReadReport(papers=[], skipped=[], partial=bool(selection))
     first_seen: dict[str, str] = {}
     for path in expand_sources(paths):
         if limit is not None and len(report.papers) >= limit:

@@ -357,6 +357,8 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
             report = ingest_papers(store, read.papers, prune=prune, progress=progress)
     report.skipped_bad = len(read.skipped)
     report.records_read, report.without_abstract = read.records_read, read.without_abstract
+    if read.partial:  # papers of an earlier slice are still in the files, not gone from them
+        report.not_in_sources = 0
     report.skipped_messages = [str(e) for e in read.skipped]
     return report
 

@@ -67,7 +67,10 @@ def test_ingest_where_and_limit_ingest_a_slice(ragqa):
     listed = json.loads(ragqa("papers", "--json").stdout)["papers"]
     assert sorted(p["paper_id"] for p in listed) == ["2303.07777", "2305.01234", "2401.09999"]
     result = ragqa("ingest", str(path), "--limit", "1", "--quiet", "--json")
-    assert json.loads(result.stdout)["added"] == 0  # the first record is already in
+    report = json.loads(result.stdout)
+    assert report["added"] == 0  # the first record is already in
+    assert report["not_in_sources"] == 0  # the others are still in the file: no --prune hint
+    assert report["papers_total"] == 3
     for bad in (["--where", "author=Ada"], ["--where", "year>=soon"], ["--limit", "2",
                                                                          "--prune"]):
         result = ragqa("ingest", str(path), *bad, "--quiet")
