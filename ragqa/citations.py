@@ -19,17 +19,21 @@ from collections.abc import Callable
 
 _GROUP = r"\d{1,6}(?:\s*[-–]\s*\d{1,6})?(?:\s*(?:,|;|and|&)\s*\d{1,6}(?:\s*[-–]\s*\d{1,6})?)*"
 _LABEL = r"(?:sources?|papers?|docs?|documents?|refs?|references?|abstracts?|articles?|s)"
+# "Source 1, Source 3": a label may precede every number of a group
+_LABELLED_GROUP = (r"\d{1,6}(?:\s*[-–]\s*\d{1,6})?(?:\s*(?:,|;|and|&)\s*(?:" + _LABEL
+                   + r"\s*[:#]?\s*)?\d{1,6}(?:\s*[-–]\s*\d{1,6})?)*")
 # [Source 1], [Paper 2], [Sources 1, 3], [source: 2], [S1], [1†source], [1†L3-L5], [#2]
-_LABELLED = re.compile(r"\[\s*(?:" + _LABEL + r"\s*[:#]?\s*|#\s*)?(" + _GROUP
+_LABELLED = re.compile(r"\[\s*(?:" + _LABEL + r"\s*[:#]?\s*|#\s*)?(" + _LABELLED_GROUP
                        + r")\s*(?:†[^\]\n]*)?\]", re.IGNORECASE)
 # 【1】, 【1†source】, 【Source 1】
-_LENTICULAR = re.compile(r"【\s*(?:" + _LABEL + r"\s*[:#]?\s*)?(" + _GROUP
+_LENTICULAR = re.compile(r"【\s*(?:" + _LABEL + r"\s*[:#]?\s*)?(" + _LABELLED_GROUP
                          + r")\s*(?:†[^】\n]*)?】", re.IGNORECASE)
 # [^1] footnote marks (the footnote definitions "[^1]: ..." are a references list)
 _FOOTNOTE = re.compile(r"\[\^\s*(\d{1,6})\s*\]")
 _FOOTNOTE_DEFINITION = re.compile(r"^\s*\[\^\s*\d{1,6}\s*\]\s*:.*$", re.MULTILINE)
 # (Source 1), (Papers 1 and 3), (see source 2)
-_LABELLED_PAREN = re.compile(r"\(\s*(?:see\s+)?" + _LABEL + r"\s*[:#]?\s*(" + _GROUP + r")\s*\)",
+_LABELLED_PAREN = re.compile(r"\(\s*(?:see\s+)?" + _LABEL + r"\s*[:#]?\s*(" + _LABELLED_GROUP
+                             + r")\s*\)",
                              re.IGNORECASE)
 # "... speech. Sources: 1, 3" / "(Sources: [1], [3])" / "Source: 2" after a claim, on its line
 _TRAILING_SOURCES = re.compile(
@@ -69,6 +73,7 @@ _NUMBER = re.compile(r"\d{1,6}")
 
 def _bracket(group: str) -> str:
     """'1 and 3' / '1; 3' / '1 & 3' as the `[1, 3]` that check_citations reads."""
+    group = re.sub(r"\b" + _LABEL + r"\b\s*[:#]?", "", group, flags=re.IGNORECASE)
     group = re.sub(r"\s*(?:,|;|\band\b|&)\s*", ", ", group.strip())
     return "[" + re.sub(r"\s*[-–]\s*", "-", group) + "]"
 
