@@ -132,6 +132,8 @@ class ChatLLM:
             self.last_usage = _usage(response)
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
             raise LLMError(describe_failure(exc, self.settings)) from None
+        if text is None:  # an empty reply (a model that wrote nothing): the caller judges it
+            return ""
         if not isinstance(text, str):
             raise LLMError(describe_failure(ValueError("no text in the reply"), self.settings))
         return text
