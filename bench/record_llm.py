@@ -120,7 +120,7 @@ def _key(exchange: dict) -> str:
                 "translate": r"Question: (.*)\n", "summarize": r'theme "(.*?)"',
                 "theme_name": r'<source n="1" title="([^"]*)"',
                 "overview": r"literature summary about (.*?)\. Write"}
-    match = re.search(patterns.get(exchange["prompt"], r"^$"), prompt, re.DOTALL)
+    match = re.search(patterns.get(exchange["prompt"], r"^$"), prompt)
     return match.group(1) if match else ""
 
 
@@ -184,6 +184,7 @@ def main() -> None:
             return
         start = len(recorder.exchanges)
         work()
+        time.sleep(1.0)  # the proxy keeps a stream's exchange after its client has read it
         made = recorder.exchanges[start:]
         for kind in dict.fromkeys(e["prompt"] for e in made):
             groups: dict[str, list[dict]] = {}
