@@ -125,11 +125,16 @@ class ChatLLM:
         return [ChatMessage(role="user", content=prompt)]
 
     def complete(self, prompt: str) -> str:
+        """The whole reply, within llm_first_token_timeout (a reply that is not streamed has
+        no first token before its last)."""
         try:
-            response = self._llm.chat(self._messages(prompt))
+            response = self._within(self.settings.llm_first_token_timeout,
+                                    lambda: self._llm.chat(self._messages(prompt)))
             text = response.message.content
             self.last_finish_reason = _finish_reason(response)
             self.last_usage = _usage(response)
+        except LLMError:
+            raise
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
             raise LLMError(describe_failure(exc, self.settings)) from None
         if text is None:  # an empty reply (a model that wrote nothing): the caller judges it
@@ -177,6 +182,20 @@ class ChatLLM:
         if not finished:  # the connection closed before the server said the answer was done
             where = self.settings.openai_base_url or "the OpenAI API"
             raise LLMError(f"LLM endpoint {where} broke off the answer mid-stream")
+
+    def _within(self, seconds: float, call: Any) -> Any:
+        """call() in a thread, given `seconds`: the client's own read timeout is the longest
+        of the two waits, so the shorter one is held here."""
+        result: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: result.put(_outcome(call)), daemon=True,
+                         name="llm-call").start()
+        try:
+            ok, value = result.get(timeout=max(seconds, 0.001))
+        except queue.Empty:
+            raise LLMError(self._stalled(started=False)) from None
+        if not ok:
+            raise value
+        return value
 
     def _stalled(self, started: bool) -> str:
         where = self.settings.openai_base_url or "the OpenAI API"
@@ -226,6 +245,13 @@ class LocalGGUF:
                     yield delta
         except Exception as exc:  # noqa: BLE001
             raise LLMError(f"local model {self.model} failed: {type(exc).__name__}") from None
+
+
+def _outcome(call: Any) -> tuple[bool, Any]:
+    try:
+        return True, call()
+    except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
+        return False, exc
 
 
 def _usage(response: Any) -> dict[str, int]:

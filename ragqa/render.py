@@ -120,8 +120,10 @@ class Renderer:
     @contextmanager
     def waiting(self, enabled: bool) -> Iterator[Callable[[], None]]:
         """"waiting for the model… Ns" on stderr (a terminal only) until the function it
-        yields is called or the block ends."""
-        if not enabled or not self.err.is_terminal:
+        yields is called or the block ends. A real terminal only: FORCE_COLOR (rich's
+        is_terminal) does not make a piped stderr one."""
+        isatty = getattr(self.err.file, "isatty", None)
+        if not enabled or not self.err.is_terminal or not (isatty and isatty()):
             yield lambda: None
             return
         import threading

@@ -219,14 +219,18 @@ def test_the_terminal_shows_the_wait_for_the_model():
 
     from ragqa.render import Renderer
 
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
     out = Renderer()
-    shown = io.StringIO()
+    shown = Terminal()
     out.err = Console(file=shown, force_terminal=True, width=60)
     with out.streaming(enabled=False, waiting=True):
         time.sleep(1.3)
     assert "waiting for the model… 1s" in shown.getvalue()
-    quiet = Renderer()
-    quiet.err = Console(file=io.StringIO(), force_terminal=False)
+    quiet = Renderer()  # FORCE_COLOR on a pipe: no terminal, no status
+    quiet.err = Console(file=io.StringIO(), force_terminal=True)
     with quiet.streaming(enabled=False, waiting=True):
         time.sleep(0.6)
     assert quiet.err.file.getvalue() == ""
