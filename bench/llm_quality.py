@@ -144,6 +144,7 @@ def _summary(retriever, llm, topic: str, gold: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=12, help="ask questions (default 12)")
+    parser.add_argument("--no-ask", action="store_true")
     parser.add_argument("--no-chat", action="store_true")
     parser.add_argument("--no-summary", action="store_true")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" /
@@ -178,7 +179,7 @@ def main() -> None:
         args.out.write_text(json.dumps({"model": llm.description, "rows": rows},
                                        ensure_ascii=False, indent=1), encoding="utf-8")
 
-    for item in _questions(args.limit):
+    for item in [] if args.no_ask else _questions(args.limit):
         keep(_ask(retriever, llm, item))
     if not args.no_chat:
         for row in _chat(retriever, llm, reading["chats"][1][:2]):

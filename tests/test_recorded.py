@@ -111,3 +111,25 @@ def test_the_recorded_condensed_follow_up_is_the_standalone_question(seeded, llm
     answer, turn = ask_in_session(session, follow_up, retriever, llm)
     assert turn.standalone == load_fixture("condense_condense")["response"].strip()
     _shown_answer_is_sound(json.loads(json.dumps(turn.answer)))
+
+
+@pytest.mark.server
+def test_a_recorded_summary_keeps_its_names_and_checks_every_sentence(seeded, llm_server, home):
+    from ragqa.answer import CITATION
+    from ragqa.summarize import as_json, summarize
+
+    names = [n for n in RECORDED if n.startswith("summarize_")]
+    llm_server.reply = replay(*names)
+    retriever = _retriever(home, llm_server)
+    summary = as_json(summarize(retriever, "audio and speech",
+                                llm=make_llm(retriever.store.settings)))
+    recorded = {load_fixture(n)["response"].strip() for n in names if "theme_name" in n}
+    assert {t["name"] for t in summary["themes"]} == recorded
+    assert all(r["path"].endswith("/chat/completions") for r in llm_server.requests)
+    for theme in summary["themes"]:
+        flagged = set(theme["unsupported"])
+        for sentence in answer_sentences(theme["text"]):
+            if states_fact(sentence):
+                assert CITATION.search(sentence) or any(
+                    f in sentence or sentence in f for f in flagged), sentence
+    assert summary["references"] and summary["overview"]
