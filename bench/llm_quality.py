@@ -81,6 +81,11 @@ def _checks(answer) -> dict:
             "language": detect_language(answer.text)}
 
 
+def _seconds(ms: int | None) -> float | None:
+    """None when the model was not asked (nothing retrieved: no prompt to send)."""
+    return None if ms is None else round(ms / 1000, 1)
+
+
 def _ask(retriever, llm, item: dict) -> dict:
     from ragqa.answer import answer_question
 
@@ -91,8 +96,8 @@ def _ask(retriever, llm, item: dict) -> dict:
     row = {"kind": item["kind"], "question": item["question"], "cited": cited_titles,
            "fallback": answer.fallback, "dropped": answer.dropped_citations,
            "repaired": len(answer.repaired), "unsupported": len(answer.unsupported),
-           "first_token_s": round(answer.timings.get("first_token_ms", 0) / 1000, 1),
-           "total_s": round(answer.timings.get("total_ms", 0) / 1000, 1),
+           "first_token_s": _seconds(answer.timings.get("first_token_ms")),
+           "total_s": _seconds(answer.timings.get("total_ms")),
            "prompt_tokens": answer.timings.get("prompt_tokens"),
            "notice": answer.notice, "answer": answer.text, **_checks(answer)}
     if "gold_ids" in item:
@@ -123,7 +128,7 @@ def _chat(retriever, llm, turns: list[dict]) -> list[dict]:
                      "cited": cited, "gold_cited": bool(set(turn["cites_any"]) & set(cited)),
                      "fallback": answer.fallback, "repaired": len(answer.repaired),
                      "unsupported": len(answer.unsupported), "dropped": answer.dropped_citations,
-                     "first_token_s": round(answer.timings.get("first_token_ms", 0) / 1000, 1),
+                     "first_token_s": _seconds(answer.timings.get("first_token_ms")),
                      **_checks(answer)})
     return rows
 
@@ -214,9 +219,15 @@ def _report(rows: list[dict]) -> None:
         "unsupported": sum(r.get("unsupported", 0) for r in asks),
         "bare_answers_shown": sum(r.get("bare", False) for r in asks),
         "unflagged_uncited_claims": sum(r.get("unflagged_uncited", 0) for r in asks),
-        "median_first_token_s": sorted(r["first_token_s"] for r in asks)[len(asks) // 2]
-        if asks else None,
+        "median_first_token_s": _median([r["first_token_s"] for r in asks]),
+        "max_first_token_s": max((r["first_token_s"] for r in asks
+                                  if r.get("first_token_s") is not None), default=None),
     }, ensure_ascii=False, indent=1))
+
+
+def _median(values: list) -> float | None:
+    values = sorted(v for v in values if v is not None)
+    return values[len(values) // 2] if values else None
 
 
 if __name__ == "__main__":

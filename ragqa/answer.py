@@ -575,7 +575,7 @@ def _ms(since: float) -> int:
 # ---------------------------------------------------------------- written answers
 
 # A bare fact answer ("278") or a list that names none of its papers, unusable as it stands.
-UNUSABLE = "The model's answer was unusable ({reason}); {instead} instead."
+UNUSABLE = "The model's answer was unusable ({reason}); shown instead: {instead}."
 ABSTAINED = ("None of the retrieved papers answers this question: the model found nothing in "
              "them that supports an answer.")
 CITED_NOTHING = ("The model's answer cited none of the retrieved papers, and no sentence of them "
@@ -620,7 +620,8 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
         notices.append(CUT_SHORT)
     listing = is_list_question(question) or is_list_question(query)
     draft = normalise_citations(draft, len(sources))
-    reason = degenerate_reason(draft, language, detect_language)
+    reason = degenerate_reason(draft, language, detect_language,
+                               [h.paper.title for h in sources])
     if reason:
         instead = ("the papers the search kept, each with its best sentence" if listing
                    else "sentences quoted from the abstracts")

@@ -15,7 +15,7 @@ the model never uses `(n)` as an enumeration marker in the same text.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 _GROUP = r"\d{1,6}(?:\s*[-–]\s*\d{1,6})?(?:\s*(?:,|;|and|&)\s*\d{1,6}(?:\s*[-–]\s*\d{1,6})?)*"
 _LABEL = r"(?:sources?|papers?|docs?|documents?|refs?|references?|abstracts?|articles?|s)"
@@ -182,9 +182,11 @@ def states_fact(sentence: str) -> bool:
     return len(words) >= 4 or bool(re.search(r"\d", text))
 
 
-def degenerate_reason(text: str, language: str, detect: Callable[[str], str]) -> str:
-    """Why the model's (checked) answer cannot be shown as an answer, or '' when it can:
-    empty, only citations, only a number, or in another language than the question's."""
+def degenerate_reason(text: str, language: str, detect: Callable[[str], str],
+                      titles: Sequence[str] = ()) -> str:
+    """Why the model's answer cannot be shown as an answer, or '' when it can: empty, only
+    citations, only a number, only the sources' `titles` and numbers under a lead-in ("The
+    papers are:\n1. [1] [τ-Voice]"), or in another language than the question's."""
     if not text.strip():
         return "it was empty"
     words = _CITATIONS_ONLY.sub("", text)
@@ -192,6 +194,12 @@ def degenerate_reason(text: str, language: str, detect: Callable[[str], str]) ->
         return "it was only citations"
     if _ONLY_A_NUMBER.fullmatch(words.strip().strip("*_`")):
         return "it was only a number"
+    named = words
+    for title in sorted(filter(None, titles), key=len, reverse=True):
+        named = named.replace(title, "")
+    said = [line for line in named.splitlines() if not line.rstrip().endswith(":")]
+    if titles and not re.sub(r"[\W\d_]+", "", "".join(said)):
+        return "it named papers and said nothing about them"
     letters = [ch for ch in words if ch.isalpha()]
     if len(letters) >= 12:
         written = detect(words)
