@@ -143,6 +143,8 @@ def _summary(retriever, llm, topic: str, gold: list[str]) -> dict:
             "cited": cited, "gold": len(gold),
             "recall": round(len(set(cited) & set(gold)) / len(gold), 2) if gold else None,
             "dropped": getattr(summary, "dropped_citations", 0), "llm_calls": summary.llm_calls,
+            "repaired": sum(t.repaired for t in summary.themes),
+            "unsupported": sum(len(t.unsupported) for t in summary.themes),
             "total_s": round(time.monotonic() - started, 1)}
 
 
