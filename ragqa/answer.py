@@ -606,12 +606,14 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
     template = load_prompt("answer", settings)
     count = encoder.count_tokens
     frame = count(fill(template, sources="", question=question, language=language))
-    budget = int(settings.llm_context / TOKEN_MARGIN) - MAX_ANSWER_TOKENS - frame
+    context = settings.llm_context if settings.llm_context_set else \
+        getattr(llm, "context_window", lambda: None)() or settings.llm_context
+    budget = int(context / TOKEN_MARGIN) - MAX_ANSWER_TOKENS - frame
     sources, texts = fit_sources(hits, budget, count)
     notices = []
     if len(sources) < len(hits):
         notices.append(f"{len(hits) - len(sources)} of the {len(hits)} papers found did not fit "
-                       f"the model's context (RAGQA_LLM_CONTEXT={settings.llm_context}) and were "
+                       f"the model's context ({context} tokens, RAGQA_LLM_CONTEXT) and were "
                        "left out of what it read.")
     prompt = fill(template, sources=sources_block(sources, texts), question=question,
                   language=language)

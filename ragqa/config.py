@@ -82,6 +82,7 @@ class Settings:
     # streaming, for the whole answer
     llm_first_token_timeout: float = 600.0
     llm_context: int = 8192  # the model's context in tokens: prompt plus answer must fit
+    llm_context_set: bool = False  # RAGQA_LLM_CONTEXT given: else the server's own, if it says
     llm_retries: int = 2
     prompts_dir: Path | None = None
     llm_gguf: Path | None = None  # a local GGUF model (optional extra "local")
@@ -206,6 +207,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         llm_timeout=_float(env, "RAGQA_LLM_TIMEOUT", 60.0),
         llm_first_token_timeout=_float(env, "RAGQA_LLM_FIRST_TOKEN_TIMEOUT", 600.0),
         llm_context=_int(env, "RAGQA_LLM_CONTEXT", 8192, minimum=1024),
+        llm_context_set=bool(env.get("RAGQA_LLM_CONTEXT", "").strip()),
         llm_retries=_int(env, "RAGQA_LLM_RETRIES", 2),
         prompts_dir=Path(prompts_dir).expanduser() if prompts_dir else None,
         llm_gguf=Path(gguf).expanduser() if gguf else None,

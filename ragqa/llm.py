@@ -119,6 +119,14 @@ class ChatLLM:
     def description(self) -> str:
         return f"{self.model} via {self.settings.openai_base_url or 'the OpenAI API'}"
 
+    def context_window(self) -> int | None:
+        """The context the server says it has (llama.cpp's server: `n_ctx` in /props), asked
+        once; None when it does not say (the OpenAI API, vLLM, Ollama)."""
+        if not hasattr(self, "_context"):
+            self._context = _served_context(self.settings) if self.settings.openai_base_url \
+                else None
+        return self._context
+
     def _messages(self, prompt: str) -> list:
         from llama_index.core.llms import ChatMessage
 
@@ -245,6 +253,19 @@ class LocalGGUF:
                     yield delta
         except Exception as exc:  # noqa: BLE001
             raise LLMError(f"local model {self.model} failed: {type(exc).__name__}") from None
+
+
+def _served_context(settings: Settings) -> int | None:
+    import httpx
+
+    root = settings.openai_base_url.rstrip("/").removesuffix("/v1")
+    try:
+        reply = httpx.get(root + "/props", timeout=min(settings.llm_timeout, 5.0))
+        n_ctx = reply.json()["default_generation_settings"]["n_ctx"] if reply.is_success \
+            else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
 
 
 def _outcome(call: Any) -> tuple[bool, Any]:

@@ -178,7 +178,11 @@ class LoopbackLLM:
                 return False
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/") == "/props" and server.context_limit:
+                    # llama.cpp's server says its context here
+                    self._send_json(200, {"default_generation_settings": {
+                        "n_ctx": server.context_limit}})
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send_json(200, {"object": "list", "data": [
                         {"id": "loopback-model", "object": "model", "owned_by": "tests"}]})
                 else:

@@ -177,6 +177,10 @@ def test_a_4k_model_answers_a_20_paper_list_question(ragqa, llm_server, tmp_path
     assert len(sent) == 20 or "did not fit the model's context" in answer["notice"]
     # and the list still names every paper the cut kept
     assert {c["title"] for c in answer["citations"]} == {p["title"] for p in answer["papers"]}
+    # Unset, RAGQA_LLM_CONTEXT is what the server reports (llama.cpp's /props), not 8192
+    told = _ask(ragqa, question, "-k", "20", **_llm_env(llm_server))
+    body = llm_server.requests[-1]["body"]
+    assert rough_tokens(prompt_of(body)) + body["max_tokens"] <= 4096 and told["papers"]
 
 
 # ---------------------------------------------------------------- time
