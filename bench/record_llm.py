@@ -39,6 +39,8 @@ from tests.llm_server import FIXTURES, prompt_name, prompt_of  # noqa: E402
 LIST_QUESTION = "Which papers do full-duplex speech?"
 FACT_QUESTION = "How many tasks does τ-Voice evaluate?"
 ABSENT_QUESTION = "Which papers study protein structure design?"
+# the local model answered this one with numbered titles and nothing else
+TITLES_QUESTION = "Which papers propose benchmarks for audio or voice models?"
 CHINESE_QUESTION = "哪些论文研究脉冲神经网络？"
 CHAT = ("Which papers study spiking neural networks?", "Which of them uses transformers?")
 SUMMARY_TOPIC = "audio and speech"
@@ -149,7 +151,7 @@ def _save(name: str, exchanges: list[dict], model: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="record only these (ask_list, ask_fact, "
-                        "ask_absent, translate, condense, summarize)")
+                        "ask_absent, ask_titles, translate, condense, summarize)")
     args = parser.parse_args()
     upstream = os.environ.get("OPENAI_BASE_URL")
     if not upstream:
@@ -200,6 +202,7 @@ def main() -> None:
     run("ask_list", lambda: ask_twice(LIST_QUESTION))
     run("ask_fact", lambda: ask_twice(FACT_QUESTION))
     run("ask_absent", lambda: ask_twice(ABSENT_QUESTION))
+    run("ask_titles", lambda: ask_twice(TITLES_QUESTION))
     run("translate", lambda: answer_question(retriever, CHINESE_QUESTION, llm=llm))
 
     def chat() -> None:
