@@ -4,6 +4,12 @@ Both modes end in the same citation check: citations are parsed (`[1]`, `[1, 3]`
 numbers that name no source are dropped and counted, the rest renumbered 1..k in order of first
 use, and every cited sentence is scored against the abstracts it cites; sentences they do not
 support are reported. What is shown and stored is always the checked answer.
+
+A model's answer (`write_answer`) is read for what real models write first: other citation
+styles and its own references list (citations.py), uncited claims (repaired with the citation
+of the sentence that supports them, or reported), degenerate answers (replaced by the extractive
+one), abstentions (said plainly), lists that leave papers out (completed); its prompt's sources
+are trimmed to the model's context.
 """
 
 from __future__ import annotations
@@ -599,24 +605,10 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
     """The model's answer to `question` from `hits`, checked: citation styles read, uncited
     claims repaired or flagged, a degenerate answer replaced by the extractive one, an
     abstention said plainly, and a list completed with the papers the model left out."""
-    from ragqa.llm import MAX_ANSWER_TOKENS
-
-    settings = retriever.store.settings
     encoder = retriever.store.encoder
-    template = load_prompt("answer", settings)
     count = encoder.count_tokens
-    frame = count(fill(template, sources="", question=question, language=language))
-    context = settings.llm_context if settings.llm_context_set else \
-        getattr(llm, "context_window", lambda: None)() or settings.llm_context
-    budget = int(context / TOKEN_MARGIN) - MAX_ANSWER_TOKENS - frame
-    sources, texts = fit_sources(hits, budget, count)
-    notices = []
-    if len(sources) < len(hits):
-        notices.append(f"{len(hits) - len(sources)} of the {len(hits)} papers found did not fit "
-                       f"the model's context ({context} tokens, RAGQA_LLM_CONTEXT) and were "
-                       "left out of what it read.")
-    prompt = fill(template, sources=sources_block(sources, texts), question=question,
-                  language=language)
+    prompt, sources, notices = prompt_within_context(retriever.store.settings, llm, question,
+                                                     language, hits, count)
     draft, timings = generate(llm, prompt, on_token, count)
     if llm.last_finish_reason == "length":
         notices.append(CUT_SHORT)
@@ -644,6 +636,30 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
     if listing:
         complete_list(checked, hits)
     return Written(checked, notices, "", timings)
+
+
+def prompt_within_context(settings: Settings, llm: ChatLLM, question: str, language: str,
+                          hits: Sequence[Hit], count: Callable[[str], int]
+                          ) -> tuple[str, list[Hit], list[str]]:
+    """The answer prompt with the sources that fit the model's context (RAGQA_LLM_CONTEXT, or
+    what the server reports) beside a MAX_ANSWER_TOKENS answer; the notice when papers were
+    left out."""
+    from ragqa.llm import MAX_ANSWER_TOKENS
+
+    template = load_prompt("answer", settings)
+    frame = count(fill(template, sources="", question=question, language=language))
+    context = settings.llm_context if settings.llm_context_set else \
+        getattr(llm, "context_window", lambda: None)() or settings.llm_context
+    budget = int(context / TOKEN_MARGIN) - MAX_ANSWER_TOKENS - frame
+    sources, texts = fit_sources(hits, budget, count)
+    notices = []
+    if len(sources) < len(hits):
+        notices.append(f"{len(hits) - len(sources)} of the {len(hits)} papers found did not fit "
+                       f"the model's context ({context} tokens, RAGQA_LLM_CONTEXT) and were "
+                       "left out of what it read.")
+    prompt = fill(template, sources=sources_block(sources, texts), question=question,
+                  language=language)
+    return prompt, sources, notices
 
 
 def complete_list(checked: CheckedText, hits: Sequence[Hit]) -> None:
