@@ -11,6 +11,8 @@ import random
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ragqa.answer import ABSTAINED, ALSO_RELEVANT, CITED_NOTHING, answer_question
 from ragqa.config import load_settings
@@ -241,3 +243,38 @@ def test_the_terminal_shows_the_wait_for_the_model():
     with quiet.streaming(enabled=False, waiting=True):
         time.sleep(0.6)
     assert quiet.err.file.getvalue() == ""
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(abstracts=st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=8), min_size=1,
+                          max_size=20),
+       budget=st.integers(0, 1500), best=st.integers(0, 7))
+def test_fit_sources_keeps_the_most_relevant_and_each_paper_s_best_sentence(abstracts, budget,
+                                                                            best):
+    from ragqa.answer import fit_sources
+    from ragqa.corpus import Paper
+    from ragqa.retrieve import Hit
+
+    hits = []
+    for i, lengths in enumerate(abstracts):
+        sentences = [f"Paper {i} sentence {j} " + "word " * n + "end." for j, n in
+                     enumerate(lengths)]
+        hit = Hit(i, 0.0, 0.0, 0.0, paper=Paper(f"p{i}", f"T{i}", " ".join(sentences), "f#1"))
+        hit.best_sentence = sentences[min(best, len(sentences) - 1)]
+        hits.append(hit)
+
+    def count(text: str) -> int:
+        return len(text.split())
+
+    kept, texts = fit_sources(hits, budget, count)
+    assert kept == hits[:len(kept)] and len(kept) >= 1  # a prefix: the least relevant go first
+    cost = 0
+    for hit, text in zip(kept, texts, strict=True):
+        sentences = [s.strip() + " end." for s in text.split(" end.") if s.strip()]
+        whole = [s.strip() + " end." for s in hit.paper.text.split(" end.") if s.strip()]
+        assert sentences == [s for s in whole if s in sentences]  # in order, none invented
+        assert hit.best_sentence in sentences or len(sentences) == len(whole)
+        cost += count(hit.paper.title) + count(hit.paper.paper_id) + 16
+        cost += sum(count(s) + 1 for s in sentences)
+    # within the budget, unless one paper's best sentence alone is already more
+    assert cost <= budget or (len(kept) == 1 and texts[0] == kept[0].best_sentence)
