@@ -167,6 +167,17 @@ _CITATIONS_ONLY = re.compile(r"\[[\d\s,;–-]*\]")
 _ONLY_A_NUMBER = re.compile(r"[\s\d.,:%×x+\-–~≈()]*\d[\s\d.,:%×x+\-–~≈()]*", re.IGNORECASE)
 
 
+_LATIN_SCRIPT = {"English", "French", "German", "Spanish", "Portuguese", "Italian"}
+_ENGLISH_WORDS = {"the", "and", "of", "is", "are", "which", "with", "for", "to", "that", "this",
+                  "by", "its", "their", "both", "from", "on", "as", "an"}
+
+
+def _reads_english(text: str) -> bool:
+    """English for sure: three or more of its commonest words (a French answer full of English
+    technical terms is not)."""
+    return len(set(re.findall(r"[a-z]+", text.lower())) & _ENGLISH_WORDS) >= 3
+
+
 def abstains(text: str) -> bool:
     """The text says that nothing in the sources answers the question."""
     return bool(_ABSTAINS.search(text))
@@ -208,6 +219,9 @@ def degenerate_reason(text: str, language: str, detect: Callable[[str], str],
             foreign = sum(1 for ch in letters if ord(ch) > 0x24F and not 0x370 <= ord(ch) < 0x400)
             if written != "English" and foreign >= 0.5 * len(letters):
                 return f"it was written in {written}, not English"
-        elif written != language:
+        elif written != language and not (written in _LATIN_SCRIPT and language in _LATIN_SCRIPT
+                                          and (written != "English" or not _reads_english(words))):
+            # Romance languages share their small words: only English, or another script,
+            # is told apart for sure
             return f"it was written in {written}, not {language}"
     return ""

@@ -138,3 +138,24 @@ def test_each_citation_style_is_read_through_the_real_client(seeded, llm_server,
     assert "[2]" in text.split("τ-Voice is")[1]
     assert not re.search(r"【|†|\[\^|\[Source|\[Paper|<source|References:|Sources:", text)
     assert answer["dropped_citations"] == (1 if style == "invented-number" else 0)
+
+
+def test_the_language_check_tells_english_and_other_scripts_apart_only():
+    from ragqa.answer import detect_language
+    from ragqa.citations import degenerate_reason
+
+    def reason(text: str, language: str) -> str:
+        return degenerate_reason(text, language, detect_language)
+
+    english = ("Moshi-RAG combines a full-duplex interface with selective retrieval, and τ-Voice "
+               "is a benchmark for the voice agents [1].")
+    assert reason(english, "French") == "it was written in English, not French"
+    assert reason("Moshi-RAG combine une interface full-duplex avec une recherche [1].",
+                  "French") == ""
+    # Portuguese read as Spanish (they share "que", "de", "os"): not flagged
+    assert reason("Os artigos que estudam a fala full-duplex são Moshi-RAG e τ-Voice [1].",
+                  "Portuguese") == ""
+    assert reason("这些论文研究全双工语音对话系统的基准测试 [1]。", "English").startswith(
+        "it was written in Chinese")
+    assert reason(english + " τ-Voice τ-Voice τ-Voice.", "English") == ""  # Greek in names
+    assert reason("论文 Moshi-RAG 研究全双工语音 [1]。", "Chinese") == ""
