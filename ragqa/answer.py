@@ -232,11 +232,12 @@ def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
     return CheckedText(checked.strip(), citations, dropped)
 
 
-_ADJACENT_CHECKED = re.compile(r"\[(\d+(?:, \d+)*)\][ \t]*\[(\d+(?:, \d+)*)\]")
+_ADJACENT_CHECKED = re.compile(r"\[(\d+(?:, \d+)*)\][ \t]*(?:,[ \t]*)?\[(\d+(?:, \d+)*)\]")
 
 
 def _merge_adjacent(text: str) -> str:
-    """`[1][2]` as `[1, 2]`: one group per place, as ragqa writes them."""
+    """`[1][2]` and `[1], [2]` as `[1, 2]`: one group per place, as ragqa writes them (and as
+    citations.normalise_citations reads them: checking twice changes nothing)."""
     def merge(match: re.Match) -> str:
         numbers = {int(x) for group in match.groups() for x in group.split(", ")}
         return "[" + ", ".join(map(str, sorted(numbers))) + "]"

@@ -36,9 +36,12 @@ _LABELLED_PAREN = re.compile(r"\(\s*(?:see\s+)?" + _LABEL + r"\s*[:#]?\s*(" + _L
                              + r")\s*\)",
                              re.IGNORECASE)
 # "... speech. Sources: 1, 3" / "(Sources: [1], [3])" / "Source: 2" after a claim, on its line
+# (each number whole, one way to read each gap: no catastrophic backtracking)
+_SOURCE_NUMBER = r"\[?\d{1,6}(?!\d)\]?"
 _TRAILING_SOURCES = re.compile(
-    r"\(?\b(?:sources?|references?|citations?|cited)[ \t]*:[ \t]*((?:\[?[ \t]*\d{1,6}[ \t]*\]?"
-    r"[ \t]*(?:,|;|and|&)?[ \t]*)+)\)?(?=[ \t]*[.;]?[ \t]*$)", re.IGNORECASE | re.MULTILINE)
+    r"\(?\b(?:sources?|references?|citations?|cited)[ \t]*:[ \t]*(" + _SOURCE_NUMBER
+    + r"(?:(?:[ \t]*(?:[,;&]|\band\b)[ \t]*|[ \t]+)" + _SOURCE_NUMBER + r")*)\)?"
+    r"(?=[ \t]*[.;]?[ \t]*$)", re.IGNORECASE | re.MULTILINE)
 # A bare (1), (1, 3), (2-4)
 _BARE_PAREN = re.compile(r"\((" + _GROUP + r")\)")
 # Words before a "(n)" that make it an equation, a figure, a step or a list position.
@@ -67,7 +70,7 @@ _REFERENCES_INLINE = re.compile(
     re.IGNORECASE | re.MULTILINE)
 _ECHOED_SOURCES = re.compile(r"<\s*sources\s*>.*?(?:<\s*/\s*sources\s*>|\Z)", re.DOTALL | re.I)
 _ECHOED_SOURCE = re.compile(r"<\s*source\b[^>]*>.*?(?:<\s*/\s*source\s*>|\Z)", re.DOTALL | re.I)
-_ADJACENT = re.compile(r"\[(" + _GROUP + r")\]\s*(?:,\s*)?\[(" + _GROUP + r")\]")
+_ADJACENT = re.compile(r"\[(" + _GROUP + r")\][ \t]*(?:,[ \t]*)?\[(" + _GROUP + r")\]")
 _NUMBER = re.compile(r"\d{1,6}")
 
 
@@ -116,7 +119,7 @@ def _bare_citations(text: str, sources: int) -> str:
     def rewrite(match: re.Match) -> str:
         nonlocal accepted
         numbers = _numbers(match.group(1))
-        before = text[:match.start()]
+        before = text[max(0, match.start() - 80):match.start()]  # the words just before
         if _AFTER_ANOTHER.search(before):
             pass  # "(1) and (2)": as the first one was read
         elif not numbers or not all(1 <= n <= sources for n in numbers):
@@ -164,7 +167,7 @@ _ABSTAINS = re.compile(
     r"no (?:relevant |such )?information|there (?:is|are) no (?:\w+ )?(?:paper|source|"
     r"information|abstract|mention))", re.IGNORECASE)
 _CITATIONS_ONLY = re.compile(r"\[[\d\s,;–-]*\]")
-_ONLY_A_NUMBER = re.compile(r"[\s\d.,:%×x+\-–~≈()]*\d[\s\d.,:%×x+\-–~≈()]*", re.IGNORECASE)
+_ONLY_A_NUMBER = re.compile(r"(?=[^\d]*\d)[\s\d.,:%×x+\-–~≈()]*", re.IGNORECASE)
 
 
 _LATIN_SCRIPT = {"English", "French", "German", "Spanish", "Portuguese", "Italian"}
