@@ -4,12 +4,19 @@ Both modes end in the same citation check: citations are parsed (`[1]`, `[1, 3]`
 numbers that name no source are dropped and counted, the rest renumbered 1..k in order of first
 use, and every cited sentence is scored against the abstracts it cites; sentences they do not
 support are reported. What is shown and stored is always the checked answer.
+
+A model's answer (`write_answer`) is read for what real models write first: other citation
+styles and its own references list (citations.py), uncited claims (repaired with the citation
+of the sentence that supports them, or reported), degenerate answers (replaced by the extractive
+one), abstentions (said plainly), lists that leave papers out (completed); its prompt's sources
+are trimmed to the model's context.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa import lexical
+from ragqa.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.corpus import contribution_sentence, split_sentences, strip_marks
 from ragqa.resources import bundled_dir
 from ragqa.retrieve import Filters, Hit, is_list_question, topic_of
@@ -83,14 +91,16 @@ def fill(template: str, **values: str) -> str:
     return template
 
 
-def sources_block(hits: Sequence[Hit]) -> str:
-    """The retrieved papers, numbered, as delimited data. An abstract cannot close the block."""
+def sources_block(hits: Sequence[Hit], texts: Sequence[str] | None = None) -> str:
+    """The retrieved papers, numbered, as delimited data (`texts`: the abstracts as trimmed to
+    the context, default whole). An abstract cannot close the block."""
     parts = []
     for n, hit in enumerate(hits, start=1):
         paper = hit.paper
         title, pid = (html.escape(_untagged(x), quote=True) for x in (paper.title, paper.paper_id))
+        text = texts[n - 1] if texts is not None else paper.text
         parts.append(f'<source n="{n}" title="{title}" id="{pid}">\n'
-                     f"{_untagged(paper.text)}\n</source>")
+                     f"{_untagged(text)}\n</source>")
     return "\n".join(parts)
 
 
@@ -156,6 +166,8 @@ class CheckedText:
     citations: list[Citation]
     dropped: int
     unsupported: list[dict] = field(default_factory=list)
+    # uncited sentences that were given the citation of the sentence that supports them
+    repaired: list[dict] = field(default_factory=list)
 
 
 _MAX_DIGITS = 6
@@ -180,7 +192,10 @@ def expand_citation(group: str) -> list[int]:
 
 
 def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
-    """Drop citations of numbers that are no source; renumber the rest by first use."""
+    """Read the model's citation styles as `[n]` and drop its own references list
+    (citations.normalise_citations); drop citations of numbers that are no source; renumber
+    the rest by first use."""
+    text = normalise_citations(text, len(hits))
     order: dict[int, int] = {}  # source number -> new number
     dropped = 0
 
@@ -211,12 +226,28 @@ def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
     previous = None
     while previous != text:
         previous, text = text, _SPACED_CITATION.sub(drop_unknown, text)
-    checked = _SPACED_CITATION.sub(rewrite, text)
+    checked = _merge_adjacent(_SPACED_CITATION.sub(rewrite, text))
     citations = []
     for number, new in sorted(order.items(), key=lambda kv: kv[1]):
         paper = hits[number - 1].paper
         citations.append(Citation(new, paper.paper_id, paper.title, paper.source))
     return CheckedText(checked.strip(), citations, dropped)
+
+
+_ADJACENT_CHECKED = re.compile(r"\[(\d+(?:, \d+)*)\][ \t]*(?:,[ \t]*)?\[(\d+(?:, \d+)*)\]")
+
+
+def _merge_adjacent(text: str) -> str:
+    """`[1][2]` and `[1], [2]` as `[1, 2]`: one group per place, as ragqa writes them (and as
+    citations.normalise_citations reads them: checking twice changes nothing)."""
+    def merge(match: re.Match) -> str:
+        numbers = {int(x) for group in match.groups() for x in group.split(", ")}
+        return "[" + ", ".join(map(str, sorted(numbers))) + "]"
+
+    previous = None
+    while previous != text:
+        previous, text = text, _ADJACENT_CHECKED.sub(merge, text)
+    return text
 
 
 def cited_numbers(sentence: str) -> list[int]:
@@ -237,32 +268,87 @@ def answer_sentences(text: str) -> list[str]:
     return sentences
 
 
+class Evidence:
+    """The sentences of the retrieved abstracts and their vectors, embedded once per answer
+    (the support check and the repair of uncited sentences read the same ones)."""
+
+    def __init__(self, hits: Sequence[Hit], encoder: Encoder) -> None:
+        self.by_id = {h.paper.paper_id: h for h in hits}
+        self.encoder = encoder
+        self._cache: dict[str, tuple[list[str], np.ndarray | None]] = {}
+
+    def of(self, paper_id: str) -> tuple[list[str], np.ndarray | None]:
+        if paper_id not in self._cache:
+            sentences = split_sentences(self.by_id[paper_id].paper.text)
+            self._cache[paper_id] = (sentences,
+                                     self.encoder.embed(sentences) if sentences else None)
+        return self._cache[paper_id]
+
+
 def score_support(checked: CheckedText, hits_by_id: dict[str, Hit], encoder: Encoder,
-                  threshold: float = SUPPORT_THRESHOLD) -> None:
+                  threshold: float = SUPPORT_THRESHOLD, evidence: Evidence | None = None
+                  ) -> None:
     """Fill each citation's quote (the abstract sentence that best supports the answer) and list
     the cited sentences that their abstracts do not support."""
+    evidence = evidence or Evidence(list(hits_by_id.values()), encoder)
     by_n = {c.n: c for c in checked.citations}
     claims = [s for s in answer_sentences(checked.text) if cited_numbers(s)]
     if not claims:
         return
-    evidence = {c.n: split_sentences(hits_by_id[c.paper_id].paper.text) for c in checked.citations}
     claim_vectors = encoder.embed([CITATION.sub("", c) for c in claims])
-    evidence_vectors = {n: encoder.embed(sents) for n, sents in evidence.items() if sents}
     best_quote: dict[int, str] = {}
     for claim, vector in zip(claims, claim_vectors, strict=True):
         support = -1.0
         for n in cited_numbers(claim):
-            if n not in evidence_vectors:
+            if n not in by_n:
                 continue
-            sims = evidence_vectors[n] @ vector
+            sentences, vectors = evidence.of(by_n[n].paper_id)
+            if vectors is None:
+                continue
+            sims = vectors @ vector
             i = int(np.argmax(sims))
             support = max(support, float(sims[i]))
-            best_quote.setdefault(n, evidence[n][i])  # the quote backs the first use
+            best_quote.setdefault(n, sentences[i])  # the quote backs the first use
         if support < threshold:
             checked.unsupported.append({"sentence": claim, "citations": cited_numbers(claim),
                                         "support": round(support, 3)})
     for n, quote in best_quote.items():
         by_n[n].quote = quote
+
+
+@dataclass
+class Repair:
+    sentence: str  # as the model wrote it, uncited
+    source: int  # the number of the source (in the prompt) whose sentence supports it
+    support: float
+
+
+def repair_uncited(text: str, hits: Sequence[Hit], evidence: Evidence,
+                   threshold: float = SUPPORT_THRESHOLD) -> tuple[str, list[Repair], list[dict]]:
+    """Give each uncited sentence that states a fact the citation of the retrieved sentence
+    that supports it best, when that support reaches `threshold`; the others are returned as
+    unsupported. `text` cites sources by their prompt numbers (before check_citations)."""
+    claims = [s for s in answer_sentences(text) if not cited_numbers(s) and states_fact(s)]
+    if not claims:
+        return text, [], []
+    vectors = evidence.encoder.embed(claims)
+    repairs: list[Repair] = []
+    unsupported: list[dict] = []
+    for claim, vector in zip(claims, vectors, strict=True):
+        support, source = -1.0, 0
+        for n, hit in enumerate(hits, start=1):
+            sentences = evidence.of(hit.paper.paper_id)[1]
+            if sentences is not None and float((sentences @ vector).max()) > support:
+                support, source = float((sentences @ vector).max()), n
+        if support >= threshold and claim in text:
+            body = claim.rstrip()
+            end = len(body.rstrip(".!?。！？"))  # the citation goes before the full stop
+            text = text.replace(claim, f"{body[:end]} [{source}]{body[end:]}", 1)
+            repairs.append(Repair(claim, source, round(support, 3)))
+        else:
+            unsupported.append({"sentence": claim, "citations": [],
+                                "support": round(support, 3)})
+    return text, repairs, unsupported
 
 
 # ---------------------------------------------------------------- answers
@@ -283,12 +369,17 @@ class Answer:
     model: str = ""
     # When no paper addresses the question: the nearest ones, shown apart and never cited.
     closest: list[Hit] = field(default_factory=list)
+    repaired: list[dict] = field(default_factory=list)
+    # Why the model's answer was not shown (empty, only citations, ...): "" when it was.
+    fallback: str = ""
+    timings: dict = field(default_factory=dict)
 
     def as_json(self) -> dict:
         """The `ask --json` schema (README)."""
         return {
             "question": self.question, "mode": self.mode, "answer": self.text,
             "citations": [asdict(c) for c in self.citations], "unsupported": self.unsupported,
+            "repaired": self.repaired, "fallback": self.fallback, "timings": self.timings,
             "dropped_citations": self.dropped_citations, "language": self.language,
             "retrieval_query": self.retrieval_query, "notice": self.notice,
             "model": self.model, "total_papers": self.total_papers,
@@ -328,19 +419,27 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     else:
         quoted = [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
         header, line, joiner = "", "> {sentence} [{n}]", "\n\n"
-    numbers: dict[str, int] = {}
     citations: list[Citation] = []
+    lines = quote_lines(quoted, line, citations)
+    return CheckedText(header + joiner.join(lines), citations, 0)
+
+
+def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Citation]
+                ) -> list[str]:
+    """Each (hit, sentence) formatted by `line` ({title}, {sentence}, {n}), citing its paper:
+    a paper not in `citations` yet is added to it with the next number."""
+    numbers = {c.paper_id: c.n for c in citations}
     lines = []
     for hit, raw in quoted:
         sentence = strip_marks(raw)  # "$2.13\times$" is quoted as "2.13×"
         paper = hit.paper
         if paper.paper_id not in numbers:
-            numbers[paper.paper_id] = len(numbers) + 1
+            numbers[paper.paper_id] = len(citations) + 1
             citations.append(Citation(numbers[paper.paper_id], paper.paper_id, paper.title,
                                       paper.source, quote=sentence))
         lines.append(line.format(title=paper.title, sentence=sentence,
                                  n=numbers[paper.paper_id]))
-    return CheckedText(header + joiner.join(lines), citations, 0)
+    return lines
 
 
 def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedText:
@@ -443,6 +542,7 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
                     filters: Filters | None = None, query: str | None = None) -> Answer:
     """Retrieve for `query` (default: the question, translated if need be) and answer
     `question` from what was found."""
+    started = time.monotonic()
     settings = retriever.store.settings
     language = detect_language(question)
     notice = ""
@@ -458,9 +558,12 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     follow_up = llm is None and filters is not None and bool(filters.paper_ids)
     # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES. A
     # chat follow-up about papers already found, offline, reads all of those papers for it.
+    searched = time.monotonic()
     result = retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters,
                               cut=not follow_up)
+    timings = {"retrieval_ms": _ms(searched)}
     hits, total = result.hits, result.total_papers
+    written = None
     if follow_up:
         checked = follow_up_answer(question, query, hits)
     elif llm is None:
@@ -470,22 +573,166 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     elif not hits:
         checked = CheckedText(no_paper_answer(topic_of(query), total), [], 0)
     else:
-        prompt = fill(load_prompt("answer", settings), sources=sources_block(hits),
-                      question=question, language=language)
-        if on_token:
-            draft = "".join(_forward(llm.stream(prompt), on_token))
-        else:
-            draft = llm.complete(prompt)
-        checked = check_citations(draft, hits)
-        score_support(checked, {h.paper.paper_id: h for h in hits}, retriever.store.encoder)
-        if llm.last_finish_reason == "length":
-            notice = " ".join(filter(None, [notice, CUT_SHORT]))
+        written = write_answer(retriever, question, query, hits, total, llm, on_token, language)
+        checked = written.checked
+        notice = " ".join(filter(None, [notice, *written.notices]))
+        timings.update(written.timings)
+    timings["total_ms"] = _ms(started)
     # Nothing addresses it: say so, and show what came nearest apart, uncited.
     closest = retriever.search(query, k=CLOSEST_MATCHES, filters=filters, cut=False,
                                sentences=False).hits if not checked.citations else []
-    return Answer(question, "llm" if llm else "extractive", checked.text, checked.citations,
-                  checked.unsupported, checked.dropped, hits, total, query, language, notice,
-                  llm.description if llm else "", closest)
+    fallback = written.fallback if written else ""
+    return Answer(question, "llm" if llm and not fallback else "extractive", checked.text,
+                  checked.citations, checked.unsupported, checked.dropped, hits, total, query,
+                  language, notice, llm.description if llm else "", closest, checked.repaired,
+                  fallback, timings)
+
+
+def _ms(since: float) -> int:
+    return round((time.monotonic() - since) * 1000)
+
+
+# ---------------------------------------------------------------- written answers
+
+# A bare fact answer ("278") or a list that names none of its papers, unusable as it stands.
+UNUSABLE = "The model's answer was unusable ({reason}); shown instead: {instead}."
+ABSTAINED = ("None of the retrieved papers answers this question: the model found nothing in "
+             "them that supports an answer.")
+CITED_NOTHING = ("The model's answer cited none of the retrieved papers, and no sentence of them "
+                 "supports it, so it is not shown as an answer.")
+ALSO_RELEVANT = "Also relevant:"
+# Of the context, what the prompt may take: the model's tokenizer is not ours (Qwen, for one,
+# splits every digit), so ours is trusted to within this factor.
+TOKEN_MARGIN = 1.25
+
+
+@dataclass
+class Written:
+    checked: CheckedText
+    notices: list[str]
+    fallback: str
+    timings: dict
+
+
+def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit], total: int,
+                 llm: ChatLLM, on_token: Callable[[str], None] | None, language: str) -> Written:
+    """The model's answer to `question` from `hits`, checked: citation styles read, uncited
+    claims repaired or flagged, a degenerate answer replaced by the extractive one, an
+    abstention said plainly, and a list completed with the papers the model left out."""
+    encoder = retriever.store.encoder
+    count = encoder.count_tokens
+    prompt, sources, notices = prompt_within_context(retriever.store.settings, llm, question,
+                                                     language, hits, count)
+    draft, timings = generate(llm, prompt, on_token, count)
+    if llm.last_finish_reason == "length":
+        notices.append(CUT_SHORT)
+    listing = is_list_question(question) or is_list_question(query)
+    draft = normalise_citations(draft, len(sources))
+    reason = degenerate_reason(draft, language, detect_language,
+                               [h.paper.title for h in sources])
+    if reason:
+        instead = ("the papers the search kept, each with its best sentence" if listing
+                   else "sentences quoted from the abstracts")
+        notices.append(UNUSABLE.format(reason=reason, instead=instead))
+        return Written(extractive_answer(question, query, hits, total), notices, reason, timings)
+    evidence = Evidence(hits, encoder)
+    repaired_draft, repairs, uncited = repair_uncited(draft, sources, evidence)
+    checked = check_citations(repaired_draft, sources)
+    score_support(checked, {h.paper.paper_id: h for h in sources}, encoder, evidence=evidence)
+    if not checked.citations or abstains((answer_sentences(draft) or [""])[0]):
+        text = ABSTAINED if abstains(draft) else CITED_NOTHING
+        return Written(CheckedText(text, [], checked.dropped, uncited), notices, "", timings)
+    numbers = {c.paper_id: c.n for c in checked.citations}
+    checked.repaired = [{"sentence": r.sentence, "citations": [numbers[sources[r.source - 1]
+                                                                      .paper.paper_id]],
+                         "support": r.support, "repaired": True} for r in repairs]
+    checked.unsupported.extend(uncited)
+    if listing:
+        complete_list(checked, hits)
+    return Written(checked, notices, "", timings)
+
+
+def prompt_within_context(settings: Settings, llm: ChatLLM, question: str, language: str,
+                          hits: Sequence[Hit], count: Callable[[str], int]
+                          ) -> tuple[str, list[Hit], list[str]]:
+    """The answer prompt with the sources that fit the model's context (RAGQA_LLM_CONTEXT, or
+    what the server reports) beside a MAX_ANSWER_TOKENS answer; the notice when papers were
+    left out."""
+    from ragqa.llm import MAX_ANSWER_TOKENS
+
+    template = load_prompt("answer", settings)
+    frame = count(fill(template, sources="", question=question, language=language))
+    context = settings.llm_context if settings.llm_context_set else \
+        getattr(llm, "context_window", lambda: None)() or settings.llm_context
+    budget = int(context / TOKEN_MARGIN) - MAX_ANSWER_TOKENS - frame
+    sources, texts = fit_sources(hits, budget, count)
+    notices = []
+    if len(sources) < len(hits):
+        notices.append(f"{len(hits) - len(sources)} of the {len(hits)} papers found did not fit "
+                       f"the model's context ({context} tokens, RAGQA_LLM_CONTEXT) and were "
+                       "left out of what it read.")
+    prompt = fill(template, sources=sources_block(sources, texts), question=question,
+                  language=language)
+    return prompt, sources, notices
+
+
+def complete_list(checked: CheckedText, hits: Sequence[Hit]) -> None:
+    """Append the papers the relevance cut kept that the model's answer left out, each with
+    its best sentence, cited, under "Also relevant:"."""
+    cited = {c.paper_id for c in checked.citations}
+    missing = [(h, h.best_sentence or (split_sentences(h.paper.text) or [h.paper.text])[0])
+               for h in hits if h.paper.paper_id not in cited]
+    if missing:
+        lines = quote_lines(missing, "- **{title}**: {sentence} [{n}]", checked.citations)
+        checked.text += f"\n\n{ALSO_RELEVANT}\n" + "\n".join(lines)
+
+
+def fit_sources(hits: Sequence[Hit], budget: int, count: Callable[[str], int]
+                ) -> tuple[list[Hit], list[str]]:
+    """The sources (and their texts) that fit `budget` tokens: the least relevant papers lose
+    their sentences first, down to their best one, then whole papers go, the last first."""
+    texts = [split_sentences(h.paper.text) or [h.paper.text] for h in hits]
+    costs = [[count(s) + 1 for s in sentences] for sentences in texts]
+    heads = [count(h.paper.title) + count(h.paper.paper_id) + 16 for h in hits]
+
+    def total() -> int:
+        return sum(heads) + sum(sum(c) for c in costs)
+
+    for i in reversed(range(len(hits))):
+        keep = hits[i].best_sentence
+        j = len(texts[i]) - 1
+        while total() > budget and len(texts[i]) > 1 and j >= 0:
+            if texts[i][j] != keep:
+                del texts[i][j], costs[i][j]
+            j -= 1
+        if total() <= budget:
+            break
+    kept = len(hits)
+    while kept > 1 and total() > budget:
+        kept -= 1
+        heads[kept], costs[kept] = 0, []
+    return list(hits[:kept]), [" ".join(t) for t in texts[:kept]]
+
+
+def generate(llm: ChatLLM, prompt: str, on_token: Callable[[str], None] | None,
+             count: Callable[[str], int]) -> tuple[str, dict]:
+    """The model's reply, streamed to `on_token` when given, and how long it took: the first
+    token's wait, and the prompt and answer tokens (the server's count, else ours)."""
+    started = time.monotonic()
+    first: list[int] = []
+    if on_token:
+        def timed(token: str) -> None:
+            if not first:
+                first.append(_ms(started))
+            on_token(token)
+
+        draft = "".join(_forward(llm.stream(prompt), timed))
+    else:
+        draft = llm.complete(prompt)
+    usage = getattr(llm, "last_usage", None) or {}
+    return draft, {"first_token_ms": first[0] if first else _ms(started),
+                   "prompt_tokens": usage.get("prompt_tokens") or count(prompt),
+                   "completion_tokens": usage.get("completion_tokens") or count(draft)}
 
 
 def _forward(tokens, on_token: Callable[[str], None]):

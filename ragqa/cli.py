@@ -277,7 +277,7 @@ def ask(
         model = _llm_for(settings, llm)
         retriever = _open_for_query(settings, name, quiet=as_json)
         stream = model is not None and not no_stream and not as_json and out.is_terminal
-        with out.streaming(enabled=stream) as on_token:
+        with out.streaming(enabled=stream, waiting=model is not None) as on_token:
             answer = answer_question(retriever, question, llm=model,
                                      on_token=on_token if stream else None, k=k,
                                      filters=Filters(venue=venue, year=year,
@@ -321,7 +321,8 @@ class ChatShell:
         if line.startswith("/"):
             return self.command(line)
         try:
-            with self.out.streaming(enabled=self.stream) as on_token:
+            with self.out.streaming(enabled=self.stream, waiting=self.llm is not None) \
+                    as on_token:
                 answer, turn = self._ask(line, on_token)
         except KeyboardInterrupt:
             self.out.err.print("[dim](answer cancelled)[/]")

@@ -77,7 +77,12 @@ class Settings:
     openai_api_key: Secret = field(default_factory=lambda: Secret(""))
     openai_base_url: str = ""
     llm_model: str = "gpt-4o-mini"
-    llm_timeout: float = 60.0
+    llm_timeout: float = 60.0  # seconds between tokens of a streamed answer, and to connect
+    # seconds to wait for the first token (a CPU model processing a long prompt) or, not
+    # streaming, for the whole answer
+    llm_first_token_timeout: float = 600.0
+    llm_context: int = 8192  # the model's context in tokens: prompt plus answer must fit
+    llm_context_set: bool = False  # RAGQA_LLM_CONTEXT given: else the server's own, if it says
     llm_retries: int = 2
     prompts_dir: Path | None = None
     llm_gguf: Path | None = None  # a local GGUF model (optional extra "local")
@@ -202,6 +207,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         openai_base_url=openai_url,
         llm_model=env.get("RAGQA_LLM_MODEL", "").strip() or "gpt-4o-mini",
         llm_timeout=_float(env, "RAGQA_LLM_TIMEOUT", 60.0),
+        llm_first_token_timeout=_float(env, "RAGQA_LLM_FIRST_TOKEN_TIMEOUT", 600.0),
+        llm_context=_int(env, "RAGQA_LLM_CONTEXT", 8192, minimum=1024),
+        llm_context_set=bool(env.get("RAGQA_LLM_CONTEXT", "").strip()),
         llm_retries=_int(env, "RAGQA_LLM_RETRIES", 2),
         prompts_dir=Path(prompts_dir).expanduser() if prompts_dir else None,
         llm_gguf=Path(gguf).expanduser() if gguf else None,

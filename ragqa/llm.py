@@ -7,6 +7,8 @@ retries, and one clear error for every way an endpoint can fail. Prompts are bui
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,11 @@ if TYPE_CHECKING:
 # server's error body>"). With no logging configured Python prints it on stderr: a second line
 # beside ragqa's one-line error, and one that repeats whatever the server echoed (an API key).
 logging.getLogger("llama_index.llms.openai.utils").setLevel(logging.ERROR)
+
+
+# The longest answer asked for; the prompt's sources are trimmed so that prompt plus this fit
+# RAGQA_LLM_CONTEXT (answer.fit_sources).
+MAX_ANSWER_TOKENS = 1024
 
 
 class LLMError(RuntimeError):
@@ -31,7 +38,8 @@ def describe_failure(exc: BaseException, settings: Settings) -> str:
     where = settings.openai_base_url or "the OpenAI API"
     status = getattr(exc, "status_code", None)
     if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
-        what = f"did not answer within {settings.llm_timeout:g} s (RAGQA_LLM_TIMEOUT)"
+        what = (f"did not answer within {settings.llm_first_token_timeout:g} s "
+                "(RAGQA_LLM_FIRST_TOKEN_TIMEOUT)")
     elif isinstance(exc, openai.APIConnectionError | httpx.TransportError):
         what = "cannot be reached (connection refused or dropped)"
     elif isinstance(exc, openai.AuthenticationError):
@@ -49,15 +57,22 @@ def describe_failure(exc: BaseException, settings: Settings) -> str:
 
 def _client_retries(base: type) -> type:
     """A llama-index OpenAI class whose openai client retries `_client_retries` times while
-    llama-index itself does not retry (its max_retries, 0, also went to the client)."""
+    llama-index itself does not retry (its max_retries, 0, also went to the client), and waits
+    `_read_timeout` for data but only `_connect_timeout` to connect."""
     from pydantic import PrivateAttr
 
     class OneRetryLayer(base):  # type: ignore[misc, valid-type]
         _client_retries: int = PrivateAttr(default=0)
+        _timeouts: tuple[float, float] = PrivateAttr(default=(60.0, 60.0))
 
         def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
+            import httpx
+
+            connect, read = self._timeouts
             return {**super()._get_credential_kwargs(is_async),
-                    "max_retries": self._client_retries}
+                    "max_retries": self._client_retries,
+                    "timeout": httpx.Timeout(read, connect=connect, write=connect,
+                                             pool=connect)}
 
     return OneRetryLayer
 
@@ -71,13 +86,18 @@ class ChatLLM:
         self._llm = self._build()
         # "length" when the last reply stopped at the model's output limit: a cut answer
         self.last_finish_reason: str | None = None
+        # the server's token counts of the last reply, when it sent them
+        self.last_usage: dict[str, int] = {}
 
     def _build(self) -> Any:
         # max_retries=0 turns off llama-index's own retry layer; the openai client under it
         # retries (RAGQA_LLM_RETRIES times, honouring Retry-After). Both layers at once would
         # multiply the attempts: 3 x 3 requests, minutes of silence, for RAGQA_LLM_RETRIES=2.
+        # A CPU model may read a long prompt for minutes before its first token: reads wait
+        # llm_first_token_timeout; stream() holds the tokens after the first to llm_timeout.
+        read = max(self.settings.llm_first_token_timeout, self.settings.llm_timeout)
         common: dict[str, Any] = {
-            "model": self.settings.llm_model, "timeout": self.settings.llm_timeout,
+            "model": self.settings.llm_model, "timeout": read, "max_tokens": MAX_ANSWER_TOKENS,
             "max_retries": 0, "temperature": 0.0,
             "api_key": self.settings.openai_api_key.reveal() or "not-needed",
         }
@@ -92,11 +112,20 @@ class ChatLLM:
 
             llm = _client_retries(OpenAI)(**common)
         llm._client_retries = self.settings.llm_retries
+        llm._timeouts = (self.settings.llm_timeout, read)
         return llm
 
     @property
     def description(self) -> str:
         return f"{self.model} via {self.settings.openai_base_url or 'the OpenAI API'}"
+
+    def context_window(self) -> int | None:
+        """The context the server says it has (llama.cpp's server: `n_ctx` in /props), asked
+        once; None when it does not say (the OpenAI API, vLLM, Ollama)."""
+        if not hasattr(self, "_context"):
+            self._context = _served_context(self.settings) if self.settings.openai_base_url \
+                else None
+        return self._context
 
     def _messages(self, prompt: str) -> list:
         from llama_index.core.llms import ChatMessage
@@ -104,33 +133,85 @@ class ChatLLM:
         return [ChatMessage(role="user", content=prompt)]
 
     def complete(self, prompt: str) -> str:
+        """The whole reply, within llm_first_token_timeout (a reply that is not streamed has
+        no first token before its last)."""
         try:
-            response = self._llm.chat(self._messages(prompt))
+            response = self._within(self.settings.llm_first_token_timeout,
+                                    lambda: self._llm.chat(self._messages(prompt)))
             text = response.message.content
             self.last_finish_reason = _finish_reason(response)
+            self.last_usage = _usage(response)
+        except LLMError:
+            raise
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
             raise LLMError(describe_failure(exc, self.settings)) from None
+        if text is None:  # an empty reply (a model that wrote nothing): the caller judges it
+            return ""
         if not isinstance(text, str):
             raise LLMError(describe_failure(ValueError("no text in the reply"), self.settings))
         return text
 
     def stream(self, prompt: str) -> Iterator[str]:
-        """Text deltas as they arrive. A stream that breaks off raises LLMError: the caller
-        must not present what arrived as a complete answer."""
+        """Text deltas as they arrive. The first may take llm_first_token_timeout (the model
+        reads the prompt), each next one llm_timeout. A stream that breaks off or stalls
+        raises LLMError: the caller must not present what arrived as a complete answer."""
         finished = False
-        self.last_finish_reason = None
-        try:
-            for chunk in self._llm.stream_chat(self._messages(prompt)):
-                reason = _finish_reason(chunk)
-                if reason is not None:
-                    finished, self.last_finish_reason = True, reason
-                if chunk.delta:
-                    yield chunk.delta
-        except Exception as exc:  # noqa: BLE001
-            raise LLMError(describe_failure(exc, self.settings)) from None
+        self.last_finish_reason, self.last_usage = None, {}
+        chunks: queue.Queue = queue.Queue()
+
+        def produce() -> None:
+            try:
+                for chunk in self._llm.stream_chat(self._messages(prompt)):
+                    chunks.put(("chunk", chunk))
+                chunks.put(("end", None))
+            except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
+                chunks.put(("error", exc))
+
+        threading.Thread(target=produce, daemon=True, name="llm-stream").start()
+        first_wait = max(self.settings.llm_first_token_timeout, self.settings.llm_timeout)
+        started = False
+        while True:
+            try:
+                kind, item = chunks.get(timeout=self.settings.llm_timeout if started
+                                        else first_wait)
+            except queue.Empty:
+                raise LLMError(self._stalled(started)) from None
+            if kind == "error":
+                raise LLMError(describe_failure(item, self.settings)) from None
+            if kind == "end":
+                break
+            reason = _finish_reason(item)
+            if reason is not None:
+                finished, self.last_finish_reason = True, reason
+            self.last_usage = _usage(item) or self.last_usage
+            if item.delta:
+                started = True
+                yield item.delta
         if not finished:  # the connection closed before the server said the answer was done
             where = self.settings.openai_base_url or "the OpenAI API"
             raise LLMError(f"LLM endpoint {where} broke off the answer mid-stream")
+
+    def _within(self, seconds: float, call: Any) -> Any:
+        """call() in a thread, given `seconds`: the client's own read timeout is the longest
+        of the two waits, so the shorter one is held here."""
+        result: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: result.put(_outcome(call)), daemon=True,
+                         name="llm-call").start()
+        try:
+            ok, value = result.get(timeout=max(seconds, 0.001))
+        except queue.Empty:
+            raise LLMError(self._stalled(started=False)) from None
+        if not ok:
+            raise value
+        return value
+
+    def _stalled(self, started: bool) -> str:
+        where = self.settings.openai_base_url or "the OpenAI API"
+        if started:
+            return (f"LLM endpoint {where} sent no token for {self.settings.llm_timeout:g} s "
+                    "mid-answer (RAGQA_LLM_TIMEOUT)")
+        return (f"LLM endpoint {where} did not answer within "
+                f"{self.settings.llm_first_token_timeout:g} s (RAGQA_LLM_FIRST_TOKEN_TIMEOUT)")
 
 
 class LocalGGUF:
@@ -172,6 +253,34 @@ class LocalGGUF:
                     yield delta
         except Exception as exc:  # noqa: BLE001
             raise LLMError(f"local model {self.model} failed: {type(exc).__name__}") from None
+
+
+def _served_context(settings: Settings) -> int | None:
+    import httpx
+
+    root = settings.openai_base_url.rstrip("/").removesuffix("/v1")
+    try:
+        reply = httpx.get(root + "/props", timeout=min(settings.llm_timeout, 5.0))
+        n_ctx = reply.json()["default_generation_settings"]["n_ctx"] if reply.is_success \
+            else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
+
+
+def _outcome(call: Any) -> tuple[bool, Any]:
+    try:
+        return True, call()
+    except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
+        return False, exc
+
+
+def _usage(response: Any) -> dict[str, int]:
+    usage = getattr(getattr(response, "raw", None), "usage", None)
+    if usage is None:
+        return {}
+    return {name: int(getattr(usage, name, 0) or 0)
+            for name in ("prompt_tokens", "completion_tokens")}
 
 
 def _finish_reason(chunk: Any) -> str | None:

@@ -90,28 +90,77 @@ class Renderer:
     # ------------------------------------------------------------ answers
 
     @contextmanager
-    def streaming(self, enabled: bool) -> Iterator[Callable[[str], None]]:
+    def streaming(self, enabled: bool, waiting: bool = False
+                  ) -> Iterator[Callable[[str], None]]:
         """Shows tokens as they arrive, then clears them: what stays on screen is the checked
-        answer that `answer()` renders afterwards."""
-        if not enabled:
-            yield lambda token: None
-            return
-        from rich.live import Live
-        from rich.text import Text
+        answer that `answer()` renders afterwards. With `waiting`, stderr (a terminal only)
+        shows "waiting for the model… Ns" until the first token (a CPU model can read a long
+        prompt for a minute), or until the answer when it is not streamed."""
+        with self.waiting(waiting) as stop_waiting:
+            if not enabled:
+                yield lambda token: None
+                return
+            from rich.live import Live
+            from rich.text import Text
 
-        shown = Text(style="dim")
-        with Live(shown, console=self.console, transient=True, refresh_per_second=12) as live:
+            shown = Text(style="dim")
+            live = Live(shown, console=self.console, transient=True, refresh_per_second=12)
+
             def on_token(token: str) -> None:
+                if not live.is_started:
+                    stop_waiting()  # one live display at a time on the terminal
+                    live.start()
                 shown.append(safe(token))
                 live.update(shown)
 
-            yield on_token
+            try:
+                yield on_token
+            finally:
+                if live.is_started:
+                    live.stop()
+
+    @contextmanager
+    def waiting(self, enabled: bool) -> Iterator[Callable[[], None]]:
+        """"waiting for the model… Ns" on stderr (a terminal only) until the function it
+        yields is called or the block ends. A real terminal only: FORCE_COLOR (rich's
+        is_terminal) does not make a piped stderr one."""
+        isatty = getattr(self.err.file, "isatty", None)
+        if not enabled or not self.err.is_terminal or not (isatty and isatty()):
+            yield lambda: None
+            return
+        import threading
+        import time
+
+        done = threading.Event()
+        started = time.monotonic()
+        status = self.err.status("waiting for the model… 0s")
+        status.start()
+
+        def tick() -> None:
+            while not done.wait(0.5):
+                status.update(f"waiting for the model… {time.monotonic() - started:.0f}s")
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+
+        def stop() -> None:
+            if not done.is_set():
+                done.set()
+                ticker.join()
+                status.stop()
+
+        try:
+            yield stop
+        finally:
+            stop()
 
     def answer(self, answer: Any) -> None:
         from rich.markdown import Markdown
 
         if answer.mode == "llm":
             header = f"Written answer by {escape(answer.model)}; citations checked."
+        elif answer.fallback:
+            header = "Extractive answer: sentences quoted from the abstracts."
         else:
             header = ("Extractive answer (no LLM configured): sentences quoted from the abstracts."
                       " Set OPENAI_BASE_URL or OPENAI_API_KEY for written answers.")
@@ -123,9 +172,14 @@ class Renderer:
         self.console.print()
         self.console.print(Markdown(safe(answer.text)))
         if answer.unsupported:
-            self.console.print("\n[yellow]Not supported by the abstracts they cite:[/]")
+            self.console.print("\n[yellow]Not supported by the abstracts (cited ones: by the "
+                               "abstracts they cite):[/]")
             for item in answer.unsupported:
-                self.console.print(f"  [yellow]⚠[/] {markup(item['sentence'])}")
+                uncited = "" if item["citations"] else " [dim](uncited)[/]"
+                self.console.print(f"  [yellow]⚠[/] {markup(item['sentence'])}{uncited}")
+        if answer.repaired:
+            self.console.print(f"[dim]{len(answer.repaired)} uncited sentence(s) given the "
+                               "citation of the abstract sentence that supports them.[/]")
         if answer.dropped_citations:
             self.console.print(f"[dim]{answer.dropped_citations} citation(s) of sources that "
                                "were not retrieved were removed.[/]")

@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,12 +23,15 @@ import numpy as np
 from ragqa import lexical
 from ragqa.answer import (
     CITATION,
+    Evidence,
     check_citations,
     expand_citation,
     fill,
     load_prompt,
+    repair_uncited,
     sources_block,
 )
+from ragqa.citations import normalise_citations
 from ragqa.corpus import Paper, contribution_sentence, strip_marks
 from ragqa.export import reference_link
 from ragqa.question import strip_frame
@@ -79,6 +82,9 @@ class Theme:
     papers: list[Paper]  # every paper of the theme, most central first
     text: str = ""
     size: int = 0
+    # written by an LLM: uncited sentences given a citation, and those no abstract supports
+    repaired: int = 0
+    unsupported: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -376,16 +382,30 @@ def _write_theme(theme: Theme, numbers: dict[str, int], counter: _LLMCounter,
     settings = retriever.store.settings
     chosen = theme.papers[:PER_THEME]
     hits = [Hit(i, 0.0, 0.0, 0.0, paper=p) for i, p in enumerate(chosen)]
-    theme.name = counter.complete(fill(load_prompt("theme_name", settings),
-                                       sources=sources_block(hits))).strip().strip('"#* ')
+    theme.name = theme_name_of(counter.complete(fill(load_prompt("theme_name", settings),
+                                                     sources=sources_block(hits))))
     draft = counter.complete(fill(load_prompt("summarize", settings), theme=theme.name,
                                   sources=sources_block(hits), language="English"))
+    # A sentence the model left uncited gets the citation of the abstract sentence that
+    # supports it, or is listed as unsupported: no claim passes unchecked.
+    draft, repairs, uncited = repair_uncited(normalise_citations(draft, len(hits)), hits,
+                                             Evidence(hits, retriever.store.encoder))
+    theme.repaired, theme.unsupported = len(repairs), [u["sentence"] for u in uncited]
     checked = check_citations(draft, hits)
     # check_citations numbered by first use within the paragraph; map to the global numbers.
     local = {c.n: numbers[c.paper_id] for c in checked.citations}
     theme.text = CITATION.sub(lambda m: _cite(sorted(local[n] for n in expand_citation(
         m.group(1)))), checked.text)
     return checked.dropped
+
+
+def theme_name_of(reply: str) -> str:
+    """The heading in a model's reply: its first line, without "Theme name:", citations,
+    quotes or Markdown marks."""
+    line = next((x for x in reply.splitlines() if x.strip()), "")
+    line = re.sub(r"^\s*(?:#+\s*)?(?:\*\*)?(?:theme(?: name)?|name|heading)\s*:\s*", "", line,
+                  flags=re.IGNORECASE)
+    return " ".join(CITATION.sub("", normalise_citations(line, 99)).split()).strip('"#*“”_ ')
 
 
 def _overview(summary: Summary) -> str:
@@ -403,7 +423,8 @@ def as_json(summary: Summary) -> dict:
         "topic": summary.topic, "mode": summary.mode,
         "papers_considered": summary.papers_considered, "overview": summary.overview,
         "themes": [{"name": t.name, "size": t.size, "text": t.text,
-                    "papers": [brief(p) for p in t.papers]} for t in summary.themes],
+                    "papers": [brief(p) for p in t.papers], "repaired": t.repaired,
+                    "unsupported": t.unsupported} for t in summary.themes],
         "references": [{"n": n, **brief(p)} for n, p in enumerate(summary.references, start=1)],
         "llm_calls": summary.llm_calls, "tokens": summary.tokens,
         "dropped_citations": summary.dropped_citations,

@@ -4,17 +4,22 @@ each request gets, and reads `server.requests` to see what ragqa sent.
 
 /v1/embeddings answers with vectors unless `server.embed_reply(n, body)` (n: the 1-based number
 of the embeddings request) returns a failing Reply; a Reply of status 200 means vectors after its
-`delay`. The server records each embeddings request's batch size and arrival time
-(`embed_calls`) and the most requests it was answering at once (`max_in_flight`)."""
+`delay`. `replay(...)` answers with the raw replies recorded from a real model
+(tests/fixtures/llm/, bench/record_llm.py), and `context_limit` refuses prompts that do not
+fit a context window, as llama.cpp's server does. The server records each embeddings
+request's batch size and arrival time (`embed_calls`) and the most requests it was answering at
+once (`max_in_flight`)."""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 @dataclass
@@ -28,7 +33,8 @@ class Reply:
     cut_body: bool = False  # not streaming: send half of the JSON body, then close
     error_message: str = ""  # status != 200: the error body's message (default: scripted)
     finish_reason: str = "stop"  # "length": the reply stopped at the model's output limit
-    word_delay: float = 0.0  # streaming: seconds between words (a model writing slowly)
+    chunks: list[str] | None = None  # streaming: these deltas exactly (a recorded stream)
+    chunk_delay: float = 0.0  # streaming: seconds between two chunks (a model that stalls)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -40,6 +46,55 @@ class _QuietServer(ThreadingHTTPServer):
 
 def prompt_of(body: dict) -> str:
     return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+def rough_tokens(text: str) -> int:
+    """About what a BPE tokenizer (Qwen's, GPT's) makes of a text: a token per 4 characters of
+    words, one per digit or mark, one per CJK character."""
+    words = sum((len(w) + 3) // 4 for w in re.findall(r"[A-Za-z]+", text))
+    others = len(re.findall(r"[^A-Za-z\s]", text))
+    return words + others
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "llm"
+# The prompt a request was built from, told by a line of its template.
+PROMPT_MARKERS = {
+    "answer": "You are ragqa, a research assistant",
+    "condense": "Rewrite the follow-up question",
+    "translate": "Translate the following question",
+    "theme_name": "Name the theme in",
+    "summarize": "You are writing one paragraph",
+    "overview": "Write a short overview",
+}
+
+
+def prompt_name(body: dict) -> str:
+    prompt = prompt_of(body)
+    return next((name for name, marker in PROMPT_MARKERS.items() if marker in prompt), "")
+
+
+def load_fixture(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def replay(*names: str) -> Callable[[dict], Reply]:
+    """Replies recorded from a real model (tests/fixtures/llm/NAME.json): each request gets
+    the recording of its prompt whose `key` (the question, or theme) it contains; streamed
+    requests get the recorded stream chunks, others the recorded whole reply."""
+    recordings = [load_fixture(n) for n in names]
+
+    def reply(body: dict) -> Reply:
+        prompt, kind = prompt_of(body), prompt_name(body)
+        for fixture in recordings:
+            if fixture["prompt"] == kind and fixture.get("key", "") in prompt:
+                streamed = bool(body.get("stream")) and fixture.get("stream_chunks")
+                text = "".join(fixture["stream_chunks"]) if streamed else fixture["response"]
+                return Reply(text, chunks=fixture["stream_chunks"] if streamed else None,
+                             finish_reason=fixture.get("finish_reason", "stop"))
+        return Reply(status=404, error_message=f"no recording for this {kind or 'unknown'} "
+                                               "prompt")
+
+    return reply
 
 
 @dataclass
@@ -57,6 +112,9 @@ class LoopbackLLM:
         self.embed_reply: Callable[[int, dict], Reply | None] = lambda n, body: None
         self.embed_calls: list[EmbedCall] = []
         self.max_in_flight = 0
+        # A context window in rough_tokens: a prompt that, with the answer it asks room for
+        # (max_tokens), does not fit is refused with HTTP 400, as llama.cpp's server does.
+        self.context_limit: int | None = None
         self._in_flight = 0
         self._embed_lock = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
@@ -120,7 +178,11 @@ class LoopbackLLM:
                 return False
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/") == "/props" and server.context_limit:
+                    # llama.cpp's server says its context here
+                    self._send_json(200, {"default_generation_settings": {
+                        "n_ctx": server.context_limit}})
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send_json(200, {"object": "list", "data": [
                         {"id": "loopback-model", "object": "model", "owned_by": "tests"}]})
                 else:
@@ -133,6 +195,8 @@ class LoopbackLLM:
                                         "headers": dict(self.headers)})
                 if self.path.rstrip("/").endswith("/embeddings"):
                     return self._embeddings(body)
+                if self._exceeds_context(body):
+                    return None
                 reply = server.reply(body)
                 if reply.delay:
                     time.sleep(reply.delay)
@@ -147,8 +211,22 @@ class LoopbackLLM:
                     "model": body.get("model", "loopback-model"),
                     "choices": [{"index": 0, "finish_reason": reply.finish_reason,
                                  "message": {"role": "assistant", "content": reply.text}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    "usage": {"prompt_tokens": rough_tokens(prompt_of(body)),
+                              "completion_tokens": rough_tokens(reply.text),
+                              "total_tokens": rough_tokens(prompt_of(body) + reply.text)},
                 })
+
+            def _exceeds_context(self, body: dict) -> bool:
+                if server.context_limit is None:
+                    return False
+                needed = rough_tokens(prompt_of(body)) + int(body.get("max_tokens") or 0)
+                if needed <= server.context_limit:
+                    return False
+                self._send_json(400, {"error": {
+                    "code": 400, "type": "exceed_context_size_error",
+                    "message": f"the request exceeds the available context size "
+                               f"({needed} > {server.context_limit} tokens), try increasing it"}})
+                return True
 
             def _cut_body(self, body: dict, reply: Reply) -> None:
                 data = json.dumps({"id": "chatcmpl-test", "object": "chat.completion",
@@ -169,9 +247,9 @@ class LoopbackLLM:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                words = [w + " " for w in reply.text.split(" ")]
+                words = reply.chunks if reply.chunks is not None else \
+                    [w + " " for w in reply.text.split(" ")]
                 for i, word in enumerate(words):
-                    time.sleep(reply.word_delay)
                     if reply.cut_after is not None and i >= reply.cut_after:
                         self.wfile.flush()
                         self.connection.shutdown(2)  # the stream breaks off mid-answer
@@ -180,6 +258,8 @@ class LoopbackLLM:
                              "created": 0, "model": body.get("model", "loopback-model"),
                              "choices": [{"index": 0, "delta": {"content": word},
                                           "finish_reason": None}]}
+                    if i and reply.chunk_delay:
+                        time.sleep(reply.chunk_delay)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                 done = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,

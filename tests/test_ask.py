@@ -92,7 +92,10 @@ def test_llm_answer_streams_and_citations_are_checked(seeded, llm_server, home):
                              on_token=tokens.append)
     assert len(tokens) > 5 and llm_server.requests[-1]["body"]["stream"] is True
     assert answer.mode == "llm" and answer.dropped_citations == 1
-    assert [c.title for c in answer.citations] == ["Moshi-RAG", "τ-Voice"]
+    assert [c.title for c in answer.citations][:2] == ["Moshi-RAG", "τ-Voice"]
+    # the papers the list kept that the model left out follow, cited
+    assert {c.paper_id for c in answer.citations} == {h.paper.paper_id for h in answer.hits}
+    assert ("Also relevant:" in answer.text) == (len(answer.hits) > 2)
     assert answer.text.startswith("Moshi-RAG combines") and "[2]" in answer.text
     assert "99" not in answer.text and "[1, 2]" in answer.text
     assert answer.unsupported == []
@@ -104,7 +107,7 @@ def test_llm_answer_through_the_cli(seeded, llm_server):
     answer = _ask(seeded, FULL_DUPLEX, **_llm_env(llm_server))
     assert answer["mode"] == "llm" and answer["model"].startswith("loopback-model")
     assert answer["dropped_citations"] == 1
-    assert {c["title"] for c in answer["citations"]} == {"Moshi-RAG", "τ-Voice"}
+    assert {c["title"] for c in answer["citations"]} >= {"Moshi-RAG", "τ-Voice"}
     request = llm_server.requests[-1]
     assert request["body"]["model"] == "loopback-model" and not request["body"].get("stream")
     assert request["headers"]["Authorization"] == f"Bearer {CANARY}"
@@ -116,9 +119,15 @@ def test_llm_answer_through_the_cli(seeded, llm_server):
 
 @pytest.mark.server
 def test_llm_reply_without_citations_and_unsupported_claims(seeded, llm_server):
-    llm_server.reply = lambda body: Reply("Full-duplex speech is an active area.")
+    # An uncited claim is given the citation of the retrieved sentence that supports it.
+    llm_server.reply = lambda body: Reply("Full-duplex speech lets a voice agent listen and "
+                                          "speak at the same time.")
     answer = _ask(seeded, FULL_DUPLEX, **_llm_env(llm_server))
-    assert answer["citations"] == [] and answer["answer"] == "Full-duplex speech is an active area."
+    [repaired] = answer["repaired"]
+    assert repaired["repaired"] is True and repaired["support"] >= 0.40
+    assert answer["answer"].startswith(f"Full-duplex speech lets a voice agent listen and speak "
+                                       f"at the same time [{repaired['citations'][0]}].")
+    assert answer["unsupported"] == []
 
     def wrong_paper(body: dict) -> Reply:
         n = _source_numbers(prompt_of(body))["Moshi-RAG"]
@@ -147,7 +156,8 @@ def test_llm_mode_none_forces_extractive(seeded, llm_server):
 def test_llm_failures_are_one_clear_line_and_exit_1(seeded, llm_server, reply, message):
     llm_server.reply = lambda body: reply
     for extra in ((), ("--no-stream",)):
-        result = seeded("ask", FULL_DUPLEX, *extra, **_llm_env(llm_server, RAGQA_LLM_TIMEOUT="1"))
+        result = seeded("ask", FULL_DUPLEX, *extra, **_llm_env(llm_server, RAGQA_LLM_TIMEOUT="1",
+                                                                  RAGQA_LLM_FIRST_TOKEN_TIMEOUT="1"))
         assert result.exit_code == 1, result.output
         assert result.stdout == ""
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -199,15 +209,18 @@ def test_non_english_question_is_translated_and_answered_in_its_language(seeded,
         prompt = prompt_of(body)
         if "Translate the following question" in prompt:
             return Reply("Which papers do full-duplex speech?")
-        return _cite_full_duplex(body)
+        numbers = _source_numbers(prompt)
+        return Reply(f"Moshi-RAG combine une interface full-duplex compacte avec une recherche "
+                     f"sélective [{numbers['Moshi-RAG']}]. τ-Voice est un banc d'essai pour les "
+                     f"agents vocaux full-duplex [{numbers['τ-Voice']}].")
 
     llm_server.reply = script
     answer = _ask(seeded, "Quels articles traitent de la parole full-duplex ?",
                   **_llm_env(llm_server))
-    assert answer["language"] == "French"
+    assert answer["language"] == "French" and answer["mode"] == "llm"
     assert answer["retrieval_query"] == "Which papers do full-duplex speech?"
     assert "Answer in French." in llm_server.prompts[-1]
-    assert {c["title"] for c in answer["citations"]} == {"Moshi-RAG", "τ-Voice"}
+    assert {c["title"] for c in answer["citations"]} >= {"Moshi-RAG", "τ-Voice"}
 
 
 def test_citation_parser_forms():

@@ -338,7 +338,7 @@ def test_a_port_in_use_is_one_line_and_exit_1(served, tmp_path):
 
 def test_a_client_that_leaves_mid_stream_cancels_the_turn(api, served, llm):
     words = " ".join(["Moshi-RAG is a full-duplex speech model [1]."] * 8)
-    llm.reply = lambda body: Reply(words, word_delay=0.08)  # about 4 s of writing
+    llm.reply = lambda body: Reply(words, chunk_delay=0.08)  # about 4 s of writing
     chats = served.home / "chats"
     before = set(chats.iterdir()) if chats.is_dir() else set()
     try:

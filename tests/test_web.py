@@ -462,7 +462,7 @@ def _cite_moshi_and_tau(body: dict) -> Reply:
                    re.findall(r'<source n="(\d+)" title="([^"]*)"', prompt_of(body)))
     return Reply(f"Moshi-RAG combines a compact full-duplex interface with selective retrieval "
                  f"[{numbers['Moshi-RAG']}]. τ-Voice is a benchmark for full-duplex voice agents "
-                 f"[{numbers['τ-Voice']}].", word_delay=0.05)
+                 f"[{numbers['τ-Voice']}].", chunk_delay=0.05)
 
 
 def test_an_llm_answer_streams_into_the_page_token_by_token(web_home, browser, tmp_path,
