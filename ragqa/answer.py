@@ -546,8 +546,10 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     settings = retriever.store.settings
     language = detect_language(question)
     notice = ""
+    translated = False
     if query is None and language != "English":
         if llm:
+            translated = True
             query = llm.complete(fill(load_prompt("translate", settings),
                                       question=question)).strip() or question
         else:
@@ -559,8 +561,10 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES. A
     # chat follow-up about papers already found, offline, reads all of those papers for it.
     searched = time.monotonic()
+    # A machine translation's words are not the user's ("脉冲神经网络" came back as "pulse neural
+    # networks"): no word rule may silence it.
     result = retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters,
-                              cut=not follow_up)
+                              cut=not follow_up, word_rules=not translated)
     timings = {"retrieval_ms": _ms(searched)}
     hits, total = result.hits, result.total_papers
     written = None

@@ -348,12 +348,14 @@ class Retriever:
 
     def search(self, query: str, k: int | None = None, filters: Filters | None = None,
                cut: bool = True, sentences: bool = True,
-               rule: CutRule | RelevanceModel | None = None) -> SearchResult:
+               rule: CutRule | RelevanceModel | None = None,
+               word_rules: bool = True) -> SearchResult:
         """The papers for `query`, best first: all that pass the relevance decision (or the top
         k without it). The decision follows the kind of question unless `rule` is given: a
         "which papers" question (or a summary's topic) is decided paper by paper by the
         calibrated RelevanceModel, a claim or fact question by a CutRule.
-        `sentences=False` skips picking each paper's best sentence."""
+        `sentences=False` skips picking each paper's best sentence; `word_rules=False` (a
+        machine-translated question) lists what the calibrated model keeps, nothing more or less."""
         filters = filters or Filters()
         if not self.lexical or not self.lexical.size:
             return SearchResult(query, [], 0, filters=filters.as_dict())
@@ -365,7 +367,7 @@ class Retriever:
         if isinstance(rule, RelevanceModel):
             hits, query_terms = self._list_candidates(query, n, filters, allowed)
             considered = len(hits)
-            hits = self.decide_list(query, hits, rule) if cut else rule.rank(hits)
+            hits = self.decide_list(query, hits, rule, word_rules) if cut else rule.rank(hits)
         else:
             vector = self.store.encoder.embed([topic_of(query)])[0]
             words = _ONE_PAPER_FRAME.sub(r"\1", query)  # a paper's description, if that
@@ -456,17 +458,19 @@ class Retriever:
                 for r, index in enumerate(pool.rows)]
         return hits, query_terms
 
-    def decide_list(self, query: str, hits: list[Hit], model: RelevanceModel) -> list[Hit]:
+    def decide_list(self, query: str, hits: list[Hit], model: RelevanceModel,
+                    word_rules: bool = True) -> list[Hit]:
         """The list for a "which papers" question from its candidates: the calibrated model's,
         less a near miss (names_unknown_subject), plus the papers that state a short topic
         word for word when the model's gate finds the topic absent. The gate judges a topic by
         its best three papers (absent topics still have near papers); a topic one paper of the
-        collection holds ("greenhouse tomato irrigation") has no three."""
-        if self.names_unknown_subject(query):
+        collection holds ("greenhouse tomato irrigation") has no three. `word_rules=False`
+        (a machine translation: its words are not the user's) leaves the model alone."""
+        if word_rules and self.names_unknown_subject(query):
             model.rank(hits)
             return []
         kept = model.keep(hits)
-        if kept:
+        if kept or not word_rules:
             return kept
         return [h for h in hits if h.probability >= model.threshold
                 and self._states_short_topic(query, h.index)]

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ragqa.retrieve import Retriever
 
 MIN_THEMES, MAX_THEMES = 2, 10
+# A theme has at least this many papers (beyond the fewest themes a collection gets).
+MIN_THEME_PAPERS = 2
 PER_THEME = 15  # papers a theme's paragraph is written from (its most central ones)
 SAMPLE_FOR_K = 2000
 LLM_CONCURRENCY = 4
@@ -155,7 +157,10 @@ def choose_themes(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
     low = min(max(MIN_THEMES, int(math.log2(n)) - 4), MAX_THEMES - 2)
     best_k, best_score = low, -2.0
     for k in range(low, min(MAX_THEMES, n // 2) + 1):
-        score = silhouette(vectors[sample], kmeans(vectors[sample], k, seed))
+        labels = kmeans(vectors[sample], k, seed)
+        if k > low and np.bincount(labels, minlength=k).min() < MIN_THEME_PAPERS:
+            continue  # one paper is no theme: a paper apart from the rest joins its nearest
+        score = silhouette(vectors[sample], labels)
         if score > best_score + 1e-6:
             best_k, best_score = k, score
     return kmeans(vectors, best_k, seed)

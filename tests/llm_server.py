@@ -79,20 +79,34 @@ def load_fixture(name: str) -> dict:
 
 def replay(*names: str) -> Callable[[dict], Reply]:
     """Replies recorded from a real model (tests/fixtures/llm/NAME.json): each request gets
-    the recording of its prompt whose `key` (the question, or theme) it contains; streamed
-    requests get the recorded stream chunks, others the recorded whole reply."""
+    the recording of its prompt whose `key` (the question, or theme) it contains, else the next
+    recording of the same prompt not yet replayed (a theme whose papers have changed since the
+    recording still gets real model text); streamed requests get the recorded stream chunks,
+    others the recorded whole reply."""
     recordings = [load_fixture(n) for n in names]
+    replayed: list[int] = []
+
+    def chosen(prompt: str, kind: str) -> dict | None:
+        same_kind = [i for i, f in enumerate(recordings) if f["prompt"] == kind]
+        for i in same_kind:
+            if recordings[i].get("key", "") in prompt:
+                return recordings[i]
+        fresh = [i for i in same_kind if i not in replayed] or same_kind
+        if not fresh:
+            return None
+        replayed.append(fresh[0])
+        return recordings[fresh[0]]
 
     def reply(body: dict) -> Reply:
         prompt, kind = prompt_of(body), prompt_name(body)
-        for fixture in recordings:
-            if fixture["prompt"] == kind and fixture.get("key", "") in prompt:
-                streamed = bool(body.get("stream")) and fixture.get("stream_chunks")
-                text = "".join(fixture["stream_chunks"]) if streamed else fixture["response"]
-                return Reply(text, chunks=fixture["stream_chunks"] if streamed else None,
-                             finish_reason=fixture.get("finish_reason", "stop"))
-        return Reply(status=404, error_message=f"no recording for this {kind or 'unknown'} "
-                                               "prompt")
+        fixture = chosen(prompt, kind)
+        if fixture is None:
+            return Reply(status=404, error_message=f"no recording for this {kind or 'unknown'} "
+                                                   "prompt")
+        streamed = bool(body.get("stream")) and fixture.get("stream_chunks")
+        text = "".join(fixture["stream_chunks"]) if streamed else fixture["response"]
+        return Reply(text, chunks=fixture["stream_chunks"] if streamed else None,
+                     finish_reason=fixture.get("finish_reason", "stop"))
 
     return reply
 

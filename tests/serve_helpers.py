@@ -100,3 +100,12 @@ def sse(response: httpx.Response) -> list[tuple[str, str]]:
     if data:
         events.append((event, "\n".join(data)))
     return events
+
+
+def comparable(value):
+    """A JSON answer without its `timings` (milliseconds differ from one run to the next)."""
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items() if k != "timings"}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value

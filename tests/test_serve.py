@@ -17,7 +17,7 @@ import pytest
 
 from .conftest import FULL_DUPLEX, Ragqa
 from .llm_server import LoopbackLLM, Reply, prompt_of
-from .serve_helpers import RagqaServer, server_env, sse
+from .serve_helpers import RagqaServer, comparable, server_env, sse
 
 pytestmark = pytest.mark.server
 
@@ -93,7 +93,7 @@ def _cli(served) -> Ragqa:
 def _cli_json(served, *args: str):
     result = _cli(served)(*args, "--json")
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    return comparable(json.loads(result.stdout))
 
 
 # ---------------------------------------------------------------- the routes
@@ -119,7 +119,7 @@ def test_ask_extractive_is_the_cli_ask_json(api, served):
     response = api("POST", "/api/ask", json={"question": FULL_DUPLEX, "llm": "none"},
                    headers=AUTH)
     answer = response.json()
-    assert answer == _cli_json(served, "ask", FULL_DUPLEX, "--llm", "none")
+    assert comparable(answer) == _cli_json(served, "ask", FULL_DUPLEX, "--llm", "none")
     assert answer["mode"] == "extractive"
     assert {c["title"] for c in answer["citations"]} >= {"Moshi-RAG", "τ-Voice"}
 
@@ -133,7 +133,8 @@ def test_ask_streams_llm_tokens_then_one_checked_answer(api, llm):
     assert "[99]" in draft or "99]" in draft  # the model's own draft, unchecked
     answer = json.loads(events[-1][1])
     assert answer["mode"] == "llm" and answer["dropped_citations"] == 1
-    assert [c["title"] for c in answer["citations"]] == ["Moshi-RAG", "τ-Voice"]
+    # The model's two first, then the papers of the list it left out ("Also relevant:").
+    assert [c["title"] for c in answer["citations"]][:2] == ["Moshi-RAG", "τ-Voice"]
     assert "99" not in answer["answer"]
     assert llm.requests[-1]["body"]["stream"] is True
 

@@ -297,18 +297,20 @@ def test_the_first_highlight_is_exactly_the_quoted_sentence(server, browser):
     assert _visible(browser, "#panel-abstract mark").text == first["quote"]
 
 
-def test_a_quote_read_from_latex_is_highlighted_in_the_abstract_that_holds_the_latex(server,
-                                                                                    browser):
+def test_a_quote_written_in_latex_is_highlighted_in_its_abstract(server, browser):
+    """The seed abstract writes `$2.13\\times$`; ingest stores it as text ("2.13×"), and a
+    collection ingested before that still holds the LaTeX: the page marks the quote in either."""
     question = "What speedup does the kernel-generation agent reach?"
     expected = _post(server.url + "/api/ask", {"question": question, "llm": "none"})
     [citation] = expected["citations"]
     paper = _get(f"{server.url}/api/papers/{citation['paper_id']}")
-    assert "2.13×" in citation["quote"] and "$2.13\\times$" in paper["text"]
+    assert "2.13×" in citation["quote"]
+    assert "2.13×" in paper["text"] or "$2.13\\times$" in paper["text"]
     _open(browser, server)
     turn = _ask(browser, question)
     turn.find_element("css selector", ".answer-text button.cite").click()
     mark = _visible(browser, "#panel-abstract mark").get_attribute("textContent")
-    assert "$2.13\\times$" in mark and mark in paper["text"]
+    assert "2.13" in mark and mark in paper["text"]
     assert _letters(mark) == _letters(citation["quote"])
 
 
@@ -493,7 +495,7 @@ def test_an_llm_answer_streams_into_the_page_token_by_token(web_home, browser, t
         assert "Moshi-RAG combines a compact full-duplex interface" in text
         assert "Answer (LLM: loopback-model" in turn.text
         titles = [b.text for b in turn.find_elements("css selector", ".refs li button")]
-        assert titles == ["Moshi-RAG", "τ-Voice"]
+        assert titles[:2] == ["Moshi-RAG", "τ-Voice"]  # then "Also relevant:" ones
         turn.find_element("css selector", ".answer-text button.cite").click()
         mark = _visible(browser, "#panel-abstract mark")
         paper_text = _get(f"{server.url}/api/papers/7a6f3d2432b8bff8")["text"]

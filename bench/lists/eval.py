@@ -363,6 +363,8 @@ def main() -> int:
               f" all {figures['candidates_recall_all']})")
         for label in ("before", "held_out", "shipped"):
             s = figures[label]
+            if not s:
+                continue
             print(f"  {label:9} recall {s.get('recall', float('nan')):.3f}  precision "
                   f"{s.get('precision', float('nan')):.3f}  listed {s.get('mean_listed', 0):5.1f}"
                   f"  abstention {s.get('abstention', float('nan')):.3f}"
