@@ -239,6 +239,11 @@ def theme_names(groups: Sequence[Sequence[Paper]]) -> list[str]:
         ranked = sorted(shared, key=lambda p: (
             -count[p] / len(group_docs) * math.log((total + 1) / everywhere[p]), -uses[p], p))
         if not ranked:
+            # No phrase two of its papers share: the phrases its papers repeat (a term, not a
+            # chance run of words), the most repeated and rarest elsewhere first.
+            ranked = sorted((p for p in count if uses[p] >= 2), key=lambda p: (
+                -uses[p] * math.log((total + 1) / everywhere[p]), p))
+        if not ranked:
             words = distinctive_terms([group])[0]
             names.append(", ".join(words).capitalize() if words else "Other")
             continue

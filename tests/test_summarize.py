@@ -91,10 +91,13 @@ def test_llm_theme_paragraphs_carry_checked_citations(seeded, llm_server):
 
 def test_offline_theme_names_are_phrases_and_sentences_are_contributions(seeded):
     summary = _summary(seeded, "--all")
-    phrases = [t["name"] for t in summary["themes"] if ", " not in t["name"]]
-    assert len(phrases) >= 2, [t["name"] for t in summary["themes"]]
-    assert all(len(name.split()) >= 2 for name in phrases)
     audio = _summary(seeded, "audio and speech")
+    for themes in (summary["themes"], audio["themes"]):
+        names = [t["name"] for t in themes]
+        # Phrases, never a bag of words ("Audio, layers, acoustic"), even where no phrase is
+        # shared by two papers of a theme; and no theme of one paper in a summary of many.
+        assert all(", " not in name and len(name.split()) >= 2 for name in names), names
+        assert all(t["size"] >= 2 for t in themes), [(t["name"], t["size"]) for t in themes]
     text = " ".join(t["text"] for t in audio["themes"])
     assert text.count("we propose") + text.count("We propose") + text.count("We introduce") >= 4
     assert "We provide examples, model weights" not in text  # Hibiki-Zero's background line
