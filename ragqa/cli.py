@@ -124,7 +124,7 @@ def ingest(
 ) -> None:
     """Add abstracts to a collection: incremental, idempotent, safe to interrupt."""
     from ragqa.corpus import read_sources
-    from ragqa.ingest import ingest_sources
+    from ragqa.ingest import PHASES, ingest_sources
     from ragqa.resources import seed_files
 
     out = _renderer()
@@ -134,14 +134,17 @@ def ingest(
             raise UsageError("name files or folders to ingest, or use --seeds for the bundled "
                              "ICML 2026 abstracts")
         settings, name = _settings(collection)
-        read = read_sources(sources, skip_bad=skip_bad) if sources else None
-        store = _open_store(settings, name)
+        with PHASES.phase("reading"):
+            read = read_sources(sources, skip_bad=skip_bad) if sources else None
+        with PHASES.phase("opening the store"):
+            store = _open_store(settings, name)
         progress = out.ingest_progress(enabled=not quiet and not as_json)
         report = ingest_sources(store, read, prune=prune, rebuild=rebuild, progress=progress)
         if as_json:
             out.json(asdict(report))
         else:
             out.ingest_report(report, quiet)
+        PHASES.write()
 
 
 # ---------------------------------------------------------------- search

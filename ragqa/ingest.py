@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +64,41 @@ class IngestReport:
     lexical_rebuilt: bool = False
     seconds: float = 0.0
     skipped_messages: list[str] = field(default_factory=list)
+
+
+class Phases:
+    """Seconds spent in each phase of one ingest process, for bench/ingest_throughput.py: with
+    RAGQA_PROFILE_INGEST=FILE set, `ragqa ingest` writes them to FILE as JSON when it ends. Off
+    (the default), `phase()` hands back one shared do-nothing context: no clock is read."""
+
+    _OFF = contextlib.nullcontext()
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.started = time.time()  # wall clock: the benchmark knows when it started the process
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()  # the writer thread adds its phases too
+
+    def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self._timed(name) if self.path else self._OFF
+
+    @contextlib.contextmanager
+    def _timed(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - began
+
+    def write(self) -> None:
+        if self.path:
+            Path(self.path).write_text(json.dumps(
+                {"started": self.started, "ended": time.time(), "seconds": self.seconds}),
+                encoding="utf-8")
+
+
+PHASES = Phases(os.environ.get("RAGQA_PROFILE_INGEST", ""))
 
 
 class Progress:
@@ -256,15 +293,18 @@ def _pause_for_tests(stage: str) -> None:
 def _embed_and_upsert(store: Store, chunker: Callable[[Paper], list[str]],
                       papers: list[Paper]) -> int:
     ids, inputs, documents, metadatas = [], [], [], []
-    for paper in papers:
-        chunks = chunker(paper)
-        for i, chunk in enumerate(chunks):
-            ids.append(f"{paper.paper_id}::{i}")
-            inputs.append(embedding_input(paper, chunk))
-            documents.append(chunk)
-            metadatas.append(chunk_metadata(paper, i, len(chunks)))
-    vectors = store.encoder.embed(inputs)
-    store.upsert(ids, vectors, documents, metadatas)
+    with PHASES.phase("chunking"):
+        for paper in papers:
+            chunks = chunker(paper)
+            for i, chunk in enumerate(chunks):
+                ids.append(f"{paper.paper_id}::{i}")
+                inputs.append(embedding_input(paper, chunk))
+                documents.append(chunk)
+                metadatas.append(chunk_metadata(paper, i, len(chunks)))
+    with PHASES.phase("embedding"):
+        vectors = store.encoder.embed(inputs)
+    with PHASES.phase("chroma upserts"):
+        store.upsert(ids, vectors, documents, metadatas)
     return len(ids)
 
 
@@ -282,9 +322,11 @@ def sync_lexical(store: Store, states: dict[str, PaperState] | None = None) -> b
     if current and current.get("fingerprint") == fp and (folder / current["dir"]).is_dir():
         return False
     complete = {pid for pid, s in states.items() if s.complete}
-    papers = [p for p in store.iter_papers() if p.paper_id in complete] if complete else []
-    background = store.sample_vectors(complete, BACKGROUND_SAMPLE) if complete else None
-    lexical.write_snapshot(folder, papers, fp, background)
+    with PHASES.phase("bm25: reading chroma"):
+        papers = [p for p in store.iter_papers() if p.paper_id in complete] if complete else []
+        background = store.sample_vectors(complete, BACKGROUND_SAMPLE) if complete else None
+    with PHASES.phase("bm25: writing the snapshot"):
+        lexical.write_snapshot(folder, papers, fp, background)
     return True
 
 
@@ -296,8 +338,9 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     progress = progress or Progress()
     report = IngestReport(collection=store.name)
     progress.stage("Comparing with the index")
-    states = store.paper_states() if store.exists() else {}
-    plan = plan_changes(papers, states, prune)
+    with PHASES.phase("comparing with the index"):
+        states = store.paper_states() if store.exists() else {}
+        plan = plan_changes(papers, states, prune)
     if plan.to_delete:
         progress.stage(f"Removing {len(plan.to_delete)} outdated papers")
         store.delete_papers(plan.to_delete)
@@ -325,7 +368,8 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     report.moved, report.unchanged = plan.places_changed, plan.unchanged
     report.not_in_sources = plan.not_in_sources
     changed = plan.to_delete or plan.moved or plan.to_embed
-    final_states = (store.paper_states() if store.exists() else {}) if changed else states
+    with PHASES.phase("rescan"):
+        final_states = (store.paper_states() if store.exists() else {}) if changed else states
     if lexical_index:
         progress.stage("Updating the BM25 index")
         report.lexical_rebuilt = sync_lexical(store, final_states)
