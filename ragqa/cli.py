@@ -134,10 +134,13 @@ def ingest(
             raise UsageError("name files or folders to ingest, or use --seeds for the bundled "
                              "ICML 2026 abstracts")
         settings, name = _settings(collection)
+        # The model loads while the sources are read; the store opens (and writes) only once
+        # they have all parsed.
+        loading = operations.start_loading_encoder(settings)
         with PHASES.phase("reading"):
             read = read_sources(sources, skip_bad=skip_bad) if sources else None
         with PHASES.phase("opening the store"):
-            store = _open_store(settings, name)
+            store = _open_store(settings, name, loading)
         progress = out.ingest_progress(enabled=not quiet and not as_json)
         report = ingest_sources(store, read, prune=prune, rebuild=rebuild, progress=progress)
         if as_json:
