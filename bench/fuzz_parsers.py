@@ -1,4 +1,5 @@
-"""A time-boxed fuzz run of the seeds-format parser and the citation parser (issue 7, case 9).
+"""A time-boxed fuzz run of the source parsers and the citation parser (issue 7, case 9;
+issue 17 for the arXiv, OpenReview and BibTeX readers).
 
 Hypothesis mutates the two real seed files (`seeds/*.txt`) byte by byte and block by block
 (inserted fragments: escape sequences, LaTeX, Markdown, URLs, brackets, CR/CRLF/NUL, BOMs,
@@ -9,6 +10,12 @@ mutated citation groups and feeds them to `ragqa.answer.check_citations`. What m
 seeds parser  only `CorpusError` is raised; every paper has a non-empty text and title, its id is
               `text_id(text)`, ids are unique, sources are `NAME#1..n`, parsing the same bytes
               again gives the same ids; no example takes longer than `--slow` seconds.
+arxiv, openreview, bibtex
+              the fixtures of tests/fixtures/sources/ with fields replaced by JSON of any type
+              and then mutated byte by byte, read with --skip-bad: only `CorpusError` (for the
+              file); without --skip-bad the first skipped record's error, or the same papers;
+              every paper has a text and a title; ids unique; the papers' BibTeX export
+              (`ragqa.export.to_bibtex`) parses back with bibtexparser, every entry.
 citations     no exception; citations are numbered 1..k, each names a source, every `[n]` left in
               the text names a listed citation and every listed one is used; checking the checked
               text again (with the cited sources) changes nothing.
@@ -42,7 +49,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from ragqa.answer import CITATION, check_citations, expand_citation
-from ragqa.corpus import CorpusError, Paper, read_sources, split_sentences, text_id
+from ragqa.corpus import CorpusError, Paper, _read_text, read_sources, split_sentences, text_id
+from ragqa.export import to_bibtex
 from ragqa.resources import seed_files
 from ragqa.retrieve import Hit
 
@@ -69,20 +77,78 @@ class Target:
     batches: int = 0
     failures: list[str] = field(default_factory=list)
     slowest: float = 0.0
+    parsed: int = 0  # examples that read without error (the export check ran on them)
 
 
 # ---------------------------------------------------------------- seeds parser
 
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "sources"
+ARXIV = [json.loads(line) for line in (FIXTURES / "arxiv_slice.jsonl").read_text().splitlines()]
+NOTES = json.loads((FIXTURES / "openreview_notes.json").read_text())
+BIBS = [(FIXTURES / name).read_bytes() for name in ("zotero.bib", "bad.bib")]
+BIB_FRAGMENTS = [b"@string{x = {y}}", b"@", b"@article{", b"abstract = {", b"crossref = {",
+                 b"month = jan,", b'{\\"o}', b"\\&", b"%", b"#", b"x #", b"}", b"{", b'"',
+                 b"=", b",", b"\\", b"and", b" and ", b"{\\", b"\\frac{", b"$", b"~"]
+JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) |
+    st.text(max_size=30) | st.sampled_from(["", " ", "2023", "cs.CL", "$\\x$", "{\\\"o}"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["value", "name", "created", "version", "x"]), inner, max_size=3),
+    max_leaves=8)
+
+
+@st.composite
+def mutated_record(draw, records: list[dict]) -> dict:
+    """A fixture record with some fields (top-level or under `content`) replaced or removed."""
+    record = json.loads(json.dumps(draw(st.sampled_from(records))))
+    for _ in range(draw(st.integers(0, 4))):
+        where = record["content"] if "content" in record and draw(st.booleans()) else record
+        if not isinstance(where, dict) or not where:
+            continue
+        key = draw(st.sampled_from(sorted(where)))
+        if draw(st.booleans()):
+            where[key] = draw(JSON_VALUE)
+        else:
+            del where[key]
+    return record
+
+
+@st.composite
+def arxiv_file(draw) -> bytes:
+    records = draw(st.lists(mutated_record(ARXIV), min_size=1, max_size=5))
+    data = "\n".join(json.dumps(r) for r in records).encode()
+    # half of the files keep valid JSON, so that the readers and the export see their fields
+    return draw(mutated_bytes([data])) if draw(st.booleans()) else data
+
+
+@st.composite
+def openreview_file(draw) -> bytes:
+    notes = draw(st.lists(mutated_record(NOTES), min_size=1, max_size=4))
+    data = json.dumps(notes, indent=draw(st.sampled_from([None, 2]))).encode()
+    return draw(mutated_bytes([data])) if draw(st.booleans()) else data
+
+
+@st.composite
+def bibtex_file(draw) -> bytes:
+    return draw(mutated_bytes(BIBS, BIB_FRAGMENTS))
+
+
 @st.composite
 def mutated_seed(draw) -> bytes:
-    data = bytearray(draw(st.sampled_from(SEEDS)))
-    for _ in range(draw(st.integers(1, 8))):
+    return draw(mutated_bytes(SEEDS))
+
+
+@st.composite
+def mutated_bytes(draw, bases: list[bytes], extra: list[bytes] = ()) -> bytes:
+    data = bytearray(draw(st.sampled_from(bases)))
+    for _ in range(draw(st.integers(0 if extra or len(bases) == 1 else 1, 8))):
         op = draw(st.sampled_from(["insert", "insert", "delete", "duplicate", "swap", "flip",
                                    "truncate", "newlines", "utf16"]))
         i = draw(st.integers(0, len(data)))
         j = min(len(data), i + draw(st.integers(0, 400)))
         if op == "insert":
-            piece = draw(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=12),
+            piece = draw(st.one_of(st.sampled_from(FRAGMENTS + list(extra)),
+                                   st.binary(max_size=12),
                                    st.text(max_size=12).map(
                                        lambda t: t.encode("utf-8", "surrogatepass"))))
             data[i:i] = piece * draw(st.integers(1, 3))
@@ -121,12 +187,54 @@ def check_seeds_file(data: bytes, folder: Path, slow: float) -> float:
     assert [p.paper_id for p in papers] == [p.paper_id for p in again.papers]
     assert len({p.paper_id for p in papers}) == len(papers)
     assert [p.source for p in papers] == [f"fuzz.txt#{i}" for i in range(1, len(papers) + 1)]
+    lines = _read_text(path).split("\n")
     for paper in papers:
         assert paper.text.strip() and paper.title.strip(), paper
-        assert paper.paper_id == text_id(paper.text)
+        # the id hashes the abstract as the file wrote it (its lines up to a blank one)
+        block = []
+        for line in lines[paper.line - 1:]:
+            if not line.strip():
+                break
+            block.append(line.strip())
+        assert paper.paper_id == text_id(" ".join(block))
         assert "\r" not in paper.text and "\ufeff" not in paper.text
         json.dumps([paper.title, paper.text, paper.extra], allow_nan=False)
     return elapsed
+
+
+def check_source_file(data: bytes, folder: Path, name: str, slow: float) -> float | None:
+    """A mutated arXiv, OpenReview or BibTeX file, read with --skip-bad (see the docstring);
+    None when the file as a whole is rejected."""
+    import bibtexparser
+
+    path = folder / name
+    path.write_bytes(data)
+    started = time.monotonic()
+    try:
+        first = read_sources([path], skip_bad=True)
+    except CorpusError as exc:
+        assert exc.path == str(path), exc.path
+        assert time.monotonic() - started < slow, "a bad file took too long to reject"
+        return None
+    elapsed = time.monotonic() - started
+    assert elapsed < slow, f"read_sources took {elapsed:.1f} s on {len(data)} bytes"
+    try:  # without --skip-bad: the first bad record's error, or the same papers
+        strict = read_sources([path]).papers
+        assert not first.skipped and [p.paper_id for p in strict] == \
+            [p.paper_id for p in first.papers]
+    except CorpusError as exc:
+        assert first.skipped and str(exc) == str(first.skipped[0]), (exc, first.skipped[:1])
+    papers = first.papers
+    assert len({p.paper_id for p in papers}) == len(papers)
+    for paper in papers:
+        assert paper.text.strip() and paper.title.strip(), paper
+        assert "\r" not in paper.text and "\ufeff" not in paper.text
+        json.dumps([paper.title, paper.text, paper.extra, paper.year], allow_nan=False)
+    exported = to_bibtex(papers)
+    library = bibtexparser.parse_string(exported)
+    assert not library.failed_blocks, (exported[:500], library.failed_blocks[0].raw[:200])
+    assert len(library.entries) == len(papers)
+    return elapsed if papers else None
 
 
 # ---------------------------------------------------------------- citation parser
@@ -217,6 +325,27 @@ def make_targets(slow: float, folder: Path) -> dict[str, Target]:
 
         run()
 
+    def source_test(name: str, strategy, file_name: str):
+        def test(hypothesis_seed: int, examples: int) -> None:
+            target = targets[name]
+
+            @seed(hypothesis_seed)
+            @settings(common, max_examples=examples)
+            @given(data=strategy())
+            def run(data: bytes) -> None:
+                target.examples += 1
+                elapsed = check_source_file(data, folder, file_name, slow)
+                if elapsed is not None:
+                    target.parsed += 1
+                    target.slowest = max(target.slowest, elapsed)
+
+            run()
+
+        return Target(name, test)
+
+    targets["arxiv"] = source_test("arxiv", arxiv_file, "fuzz.jsonl")
+    targets["openreview"] = source_test("openreview", openreview_file, "fuzz.json")
+    targets["bibtex"] = source_test("bibtex", bibtex_file, "fuzz.bib")
     targets["seeds"] = Target("seeds", seeds_test)
     targets["citations"] = Target("citations", citations_test)
     return targets
@@ -225,7 +354,8 @@ def make_targets(slow: float, folder: Path) -> dict[str, Target]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--target", choices=["all", "seeds", "citations"], default="all")
+    parser.add_argument("--target", choices=["all", "seeds", "citations", "arxiv", "openreview",
+                                             "bibtex", "sources"], default="all")
     parser.add_argument("--batch", type=int, default=100, help="examples per Hypothesis run")
     parser.add_argument("--slow", type=float, default=5.0,
                         help="an example slower than this is a failure (a hang)")
@@ -235,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         targets = make_targets(args.slow, Path(tmp))
-        chosen = list(targets.values()) if args.target == "all" else [targets[args.target]]
+        chosen = (list(targets.values()) if args.target == "all" else
+                  [targets[n] for n in ("arxiv", "openreview", "bibtex")]
+                  if args.target == "sources" else [targets[args.target]])
         started = time.monotonic()
         deadline = started + args.seconds
         turn = 0
@@ -263,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"seconds": round(elapsed, 1), "targets": {
         t.name: {"examples": t.examples, "batches": t.batches, "failures": len(t.failures),
                  "examples_per_second": round(t.examples / max(elapsed, 1e-9), 1),
-                 "slowest_example_seconds": round(t.slowest, 3)} for t in chosen}}
+                 "slowest_example_seconds": round(t.slowest, 3),
+                 **({"read_without_error": t.parsed} if t.parsed else {})} for t in chosen}}
     for t in chosen:
         print(f"{t.name}: {t.examples} examples in {t.batches} batches, "
               f"{len(t.failures)} failures, slowest example {t.slowest:.3f} s")

@@ -219,8 +219,12 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: C
     return answer, turn
 
 
-def transcript_markdown(session: Session) -> str:
-    """The session as Markdown: each turn's question, answer and its own references."""
+def transcript_markdown(session: Session, urls: dict[str, str] | None = None) -> str:
+    """The session as Markdown: each turn's question, answer and its own references, each
+    title linked to `urls[paper_id]` when the paper has a page."""
+    from ragqa.export import reference_link
+
+    urls = urls or {}
     parts = [f"# ragqa chat {session.session_id}", "",
              f"Collection: {session.collection}", ""]
     for number, turn in enumerate(session.turns, start=1):
@@ -230,7 +234,16 @@ def transcript_markdown(session: Session) -> str:
         parts += [turn.answer["answer"], ""]
         if turn.answer["citations"]:
             parts += ["References:", ""]
-            parts += [f"- [{c['n']}] {c['title']} ({c['source']}, id {c['paper_id']})"
-                      for c in turn.answer["citations"]]
+            parts += [f"- [{c['n']}] {reference_link(c['title'], urls.get(c['paper_id'], ''))} "
+                      f"({c['source']}, id {c['paper_id']})" for c in turn.answer["citations"]]
             parts.append("")
     return "\n".join(parts)
+
+
+def cited_paper_ids(session: Session) -> list[str]:
+    """Every paper the session's answers cited, in order of first citation."""
+    seen: dict[str, None] = {}
+    for turn in session.turns:
+        for citation in turn.answer.get("citations", []):
+            seen.setdefault(citation["paper_id"], None)
+    return list(seen)

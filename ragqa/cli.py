@@ -45,6 +45,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema in the
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 VenueOpt = Annotated[str | None, typer.Option("--venue", help="Only papers of this venue.")]
 YearOpt = Annotated[int | None, typer.Option("--year", help="Only papers of this year.")]
+BibOpt = Annotated[Path | None, typer.Option(
+    "--bib", help="Also write the cited papers as BibTeX to this file.")]
+CategoryOpt = Annotated[str | None, typer.Option(
+    "--category", help="Only papers of this arXiv category (e.g. cs.CL).")]
 
 
 def _renderer() -> Renderer:
@@ -110,7 +114,8 @@ def _errors(debug: bool) -> Iterator[None]:
 @app.command()
 def ingest(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Files or folders: seeds-style .txt, .jsonl[.gz], .csv.", show_default=False)] = None,
+        help="Files or folders: seeds-style .txt, .jsonl[.gz], .csv, .json (arXiv metadata, "
+        "OpenReview notes), .bib.", show_default=False)] = None,
     seeds: Annotated[bool, typer.Option("--seeds", help="Ingest the bundled seeds.")] = False,
     prune: Annotated[bool, typer.Option(
         "--prune", help="Delete papers that their source file no longer holds.")] = False,
@@ -120,6 +125,11 @@ def ingest(
         "--rebuild", help="Drop the collection and embed everything again (e.g. after "
         "changing the embedder); without paths, re-embeds the papers it holds.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", help="Keep only records that meet this: category=cs.CL, venue=ICLR, "
+        "year>=2023 (repeat for several; all must hold).")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, help="Keep at most this many records (stops reading there).")] = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Add abstracts to a collection: incremental, idempotent, safe to interrupt."""
@@ -134,11 +144,14 @@ def ingest(
             raise UsageError("name files or folders to ingest, or use --seeds for the bundled "
                              "ICML 2026 abstracts")
         settings, name = _settings(collection)
+        selection = _selection(where, limit, prune)
         # The model loads while the sources are read; the store opens (and writes) only once
         # they have all parsed.
         loading = operations.start_loading_encoder(settings)
-        with PHASES.phase("reading"):
-            read = read_sources(sources, skip_bad=skip_bad) if sources else None
+        with PHASES.phase("reading"), out.status(enabled=not quiet and not as_json) as show:
+            read = read_sources(sources, skip_bad=skip_bad, selection=selection, on_progress=(
+                lambda n, kept: show(f"Reading: {n:,} records read, {kept:,} kept"))
+            ) if sources else None
         with PHASES.phase("opening the store"):
             store = _open_store(settings, name, loading)
         progress = out.ingest_progress(enabled=not quiet and not as_json)
@@ -148,6 +161,34 @@ def ingest(
         else:
             out.ingest_report(report, quiet)
         PHASES.write()
+
+
+def _check_out_file(option: str, path: Path | None) -> None:
+    if path and not path.resolve().parent.is_dir():
+        raise UsageError(f"{option} {path}: no folder {path.resolve().parent}")
+
+
+def _write_bib(path: Path | None, papers: list) -> int:
+    """The papers (None for one the index lacks) as BibTeX; how many were written."""
+    from ragqa.export import to_bibtex
+
+    found = [p for p in papers if p is not None]
+    if path:
+        path.write_text(to_bibtex(found), encoding="utf-8")
+    return len(found)
+
+
+def _selection(where: list[str] | None, limit: int | None, prune: bool):
+    from ragqa.sources.select import Selection
+
+    try:
+        selection = Selection.parse(where, limit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if selection and prune:
+        raise UsageError("--prune deletes what the files no longer hold; with --where or "
+                         "--limit it would delete the rest of each file: use one or the other")
+    return selection
 
 
 # ---------------------------------------------------------------- search
@@ -187,7 +228,7 @@ def search(
         "--batch", help="JSONL of {\"_id\",\"text\"} queries; one JSON result line each "
         "(ranked, no relevance cut unless --cut).")] = None,
     cut: Annotated[bool, typer.Option("--cut", help="With --batch: apply the cut.")] = False,
-    venue: VenueOpt = None, year: YearOpt = None,
+    venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Find the papers that matter for a question, each with its best-matching sentence."""
@@ -201,7 +242,7 @@ def search(
             question = _question(question)
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json)
-        filters = Filters(venue=venue, year=year)
+        filters = Filters(venue=venue, year=year, category=category)
         if batch is not None:
             _run_batch(retriever, batch, k or 100, cut, filters)
             return
@@ -225,7 +266,8 @@ def ask(
                          ] = False,
     k: Annotated[int | None, typer.Option("-k", "--top", min=1, help="At most this many "
                                           "papers as sources.")] = None,
-    venue: VenueOpt = None, year: YearOpt = None,
+    venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
+    bib: BibOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Answer a question from the papers, every sentence cited and checked."""
@@ -235,6 +277,7 @@ def ask(
     out = _renderer()
     with _errors(debug):
         question = _question(question)
+        _check_out_file("--bib", bib)
         settings, name = _settings(collection)
         model = _llm_for(settings, llm)
         retriever = _open_for_query(settings, name, quiet=as_json)
@@ -242,7 +285,10 @@ def ask(
         with out.streaming(enabled=stream) as on_token:
             answer = answer_question(retriever, question, llm=model,
                                      on_token=on_token if stream else None, k=k,
-                                     filters=Filters(venue=venue, year=year))
+                                     filters=Filters(venue=venue, year=year,
+                                                     category=category))
+        if bib:
+            _write_bib(bib, [retriever.lexical.paper(c.paper_id) for c in answer.citations])
         if as_json:
             out.json(answer.as_json())
         else:
@@ -256,6 +302,7 @@ CHAT_HELP = """Commands:
   /show N         paper [N] of the last answer, in full
   /reset          start a new session (the old one stays saved)
   /save [FILE]    write the transcript as Markdown (default: <session id>.md)
+  /bib FILE       write every paper the session cited as BibTeX
   /mode           how answers are written (extractive or LLM)
   /help           this list
   /quit           leave (Ctrl-D too); Ctrl-C cancels an answer being written"""
@@ -331,14 +378,32 @@ class ChatShell:
                 paper = self.retriever.lexical.paper(citations[arg.strip()]["paper_id"])
                 if paper:
                     self.out.paper(paper)
+        elif name == "/bib":
+            if not arg.strip():
+                self.out.err.print("/bib needs a file name: /bib refs.bib")
+            else:
+                self.out.console.print(f"Wrote {self.write_bib(Path(arg.strip()))} papers to "
+                                       f"{_markup(arg.strip())}")
         elif name == "/save":
             path = Path(arg.strip() or f"{self.session.session_id}.md")
-            path.write_text(transcript_markdown(self.session), encoding="utf-8")
+            path.write_text(transcript_markdown(self.session, self._urls()), encoding="utf-8")
             save_session(self.settings, self.session)
             self.out.console.print(f"Saved {path}")
         else:
             self.out.err.print(f"Unknown command {_markup(name)}; /help lists them.")
         return True
+
+
+    def _cited(self) -> list:
+        from ragqa.chat import cited_paper_ids
+
+        return [self.retriever.lexical.paper(pid) for pid in cited_paper_ids(self.session)]
+
+    def _urls(self) -> dict[str, str]:
+        return {p.paper_id: p.url for p in self._cited() if p is not None and p.url}
+
+    def write_bib(self, path: Path) -> int:
+        return _write_bib(path, self._cited())
 
 
 def _read_lines(interactive: bool, history: Path) -> Iterator[str]:
@@ -382,6 +447,9 @@ def chat(
     as_json: Annotated[bool, typer.Option(
         "--json", help="One JSON object per turn and line (the ask schema plus "
         "standalone_question).")] = False,
+    bib: Annotated[Path | None, typer.Option(
+        "--bib", help="On leaving, write every paper the session cited as BibTeX here.")
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Chat about the papers: follow-ups keep their context, every turn cites."""
@@ -399,6 +467,7 @@ def chat(
             return
         if session_id and not resume:
             raise UsageError("a session id goes with --resume: ragqa chat --resume ID")
+        _check_out_file("--bib", bib)
         try:
             session = load_session(settings, session_id) if resume else new_session(name)
         except ValueError as exc:
@@ -413,6 +482,8 @@ def chat(
         for line in _read_lines(interactive, settings.home / "chat_history"):
             if not shell.handle(line):
                 break
+        if bib:
+            shell.write_bib(bib)
 
 
 # ---------------------------------------------------------------- summarize
@@ -427,10 +498,13 @@ def summarize(
         "--max-papers", min=2, help="At most this many papers (a sample with --all).")] = None,
     llm: Annotated[str | None, typer.Option(
         "--llm", help="auto, openai or none (extractive).")] = None,
+    venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
+    bib: BibOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """A literature summary: themes, a paragraph each, every claim cited, references."""
     from ragqa import summarize as summaries
+    from ragqa.retrieve import Filters
 
     out = _renderer()
     with _errors(debug):
@@ -439,15 +513,19 @@ def summarize(
             raise UsageError("give a TOPIC or --all (one of them)")
         if out_file and not out_file.resolve().parent.is_dir():
             raise UsageError(f"--out {out_file}: no folder {out_file.resolve().parent}")
+        _check_out_file("--bib", bib)
         settings, name = _settings(collection)
         model = _llm_for(settings, llm)
         retriever = _open_for_query(settings, name, quiet=as_json)
         with out.status(enabled=not as_json) as report:
             summary = summaries.summarize(retriever, None if all_ else topic, llm=model,
-                                          max_papers=max_papers, on_progress=report)
+                                          max_papers=max_papers, on_progress=report,
+                                          filters=Filters(venue=venue, year=year,
+                                                          category=category))
         markdown = summaries.to_markdown(summary)
         if out_file:
             out_file.write_text(markdown, encoding="utf-8")
+        _write_bib(bib, list(summary.references))
         if as_json:
             out.json(summaries.as_json(summary))
         elif out_file:
@@ -540,15 +618,25 @@ def eval_(
 @app.command()
 def papers(
     full: Annotated[bool, typer.Option("--full", help="Print each abstract too.")] = False,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", help="bibtex, csv or jsonl: every paper in that format on stdout (jsonl "
+        "reads back with `ragqa ingest`: same ids and texts).")] = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """List every paper of the collection (JSON: with full text and metadata)."""
+    from ragqa import export
+
     out = _renderer()
     with _errors(debug):
+        writers = {"bibtex": export.to_bibtex, "csv": export.to_csv, "jsonl": export.to_jsonl}
+        if fmt is not None and fmt not in writers:
+            raise UsageError(f"--format must be bibtex, csv or jsonl, not {fmt!r}")
         settings, name = _settings(collection)
-        retriever = _open_for_query(settings, name, quiet=as_json)
+        retriever = _open_for_query(settings, name, quiet=as_json or fmt is not None)
         items = operations.all_papers(retriever)
-        if as_json:
+        if fmt is not None:
+            sys.stdout.write(writers[fmt](items))
+        elif as_json:
             out.json(operations.papers_json(items, name))
         else:
             out.paper_table(items, name, full)

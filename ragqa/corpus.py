@@ -1,8 +1,11 @@
 """Source files -> `Paper` records.
 
-Three formats: seeds-style text (an optional header line, abstracts separated by blank lines),
-JSON Lines (optionally gzipped) and CSV with a header row. Every problem is a `CorpusError` that
-names the file and the 1-based line, raised before anything is written anywhere.
+Formats: seeds-style text (an optional header line, abstracts separated by blank lines), JSON
+Lines (optionally gzipped) and CSV with a header row; in `.json`/`.jsonl` files, arXiv metadata
+snapshot lines and OpenReview notes are recognised by their fields (`ragqa.sources`); `.bib`
+through bibtexparser. Every problem is a `CorpusError` that names the file and the 1-based line,
+raised before anything is written anywhere. JSON Lines stream: a file is read a line at a time,
+and only the records a `Selection` keeps are held.
 """
 
 from __future__ import annotations
@@ -13,18 +16,24 @@ import functools
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import re
 import unicodedata
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ragqa.sources.latex import to_text
+
 TEXT_SUFFIXES = (".txt", ".md")
-JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json.gz", ".ndjson.gz")
+# .json: JSON Lines, or one JSON array (an OpenReview export), told apart by the first byte.
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json.gz", ".ndjson.gz", ".json")
 CSV_SUFFIXES = (".csv", ".csv.gz")
-SUPPORTED = TEXT_SUFFIXES + JSONL_SUFFIXES + CSV_SUFFIXES
+BIB_SUFFIXES = (".bib",)
+SUPPORTED = TEXT_SUFFIXES + JSONL_SUFFIXES + CSV_SUFFIXES + BIB_SUFFIXES
+PROGRESS_EVERY = 10_000  # records between two progress reports while reading
 
 KNOWN_FIELDS = {"id", "_id", "title", "abstract", "text", "authors", "venue", "year", "url"}
 MetaValue = str | int | float | bool
@@ -76,6 +85,9 @@ class Paper:
 class ReadReport:
     papers: list[Paper]
     skipped: list[CorpusError]
+    records_read: int = 0  # records parsed, kept or not
+    without_abstract: int = 0  # BibTeX entries that are no paper (no abstract): not errors
+    partial: bool = False  # a --where/--limit slice: the files hold more than was read
 
 
 # ---------------------------------------------------------------- ids and text normalisation
@@ -85,7 +97,12 @@ def normalise_text(text: str) -> str:
 
 
 def text_id(text: str) -> str:
-    """The id of a record that has none of its own: same abstract, same id."""
+    """The id of a record that has none of its own: same abstract, same id.
+
+    Hashed from the text as the source wrote it (before LaTeX and Markdown become text): the ids
+    of collections built before the converter, of saved chats and of the judged sets
+    (bench/lists/seeds.qrels.tsv, tests/fixtures/seed_lists.json) stay valid; only the stored
+    text of a paper with marks changes, and its content hash re-embeds it once, in place."""
     return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()[:16]
 
 
@@ -99,32 +116,10 @@ def extract_urls(text: str) -> list[str]:
 
 # ---------------------------------------------------------------- derived titles
 
-_LATEX_WRAP = re.compile(r"\\[A-Za-z]+\{([^{}]*)\}")  # \textbf{X}, \textsc{X}, \mathcal{X} -> X
-_MATH = re.compile(r"\$([^$]*)\$")
-_MARKDOWN = re.compile(r"(\*\*|__|\*|`)")
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-# LaTeX symbols that abstracts use in figures and comparisons: "$2.13\times$" reads "2.13×".
-_LATEX_SYMBOLS = {
-    "times": "×", "approx": "≈", "sim": "~", "pm": "±", "leq": "≤", "le": "≤", "geq": "≥",
-    "ge": "≥", "neq": "≠", "cdot": "·", "rightarrow": "→", "to": "→", "infty": "∞",
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "lambda": "λ",
-    "mu": "μ", "sigma": "σ", "tau": "τ", "theta": "θ", "pi": "π", "%": "%",
-}
-_LATEX_SYMBOL = re.compile(r"\\(" + "|".join(sorted(map(re.escape, _LATEX_SYMBOLS), key=len,
-                                                        reverse=True)) + r")(?![A-Za-z])")
-
-
 def strip_marks(text: str) -> str:
-    """Remove Markdown emphasis and simple LaTeX so `**DVPD**`, `$\\textbf{EGG}$`, `$2.13\\times$`
-    read plainly ("DVPD", "EGG", "2.13×")."""
-    previous = None
-    while previous != text:
-        previous, text = text, _LATEX_WRAP.sub(r"\1", text)
-    text = re.sub(r"\^\{?(\d+)\}?", lambda m: m.group(1).translate(_SUPERSCRIPT), text)
-    text = _LATEX_SYMBOL.sub(lambda m: _LATEX_SYMBOLS[m.group(1)], text)
-    text = _MATH.sub(r"\1", text)
-    text = _MARKDOWN.sub("", text)
-    return " ".join(text.split())
+    """Markdown emphasis and LaTeX removed: `**DVPD**`, `$\\textbf{EGG}$`, `$2.13\\times$` read
+    "DVPD", "EGG", "2.13×" (one converter for every format: `ragqa.sources.latex`)."""
+    return to_text(text)
 
 
 _INTRO = re.compile(
@@ -294,9 +289,55 @@ def _read_text(path: Path) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _stream_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) of every non-blank line, read a line at a time: a
+    2.5-million-line snapshot is never held whole. Files that are UTF-16 are read whole."""
+    try:
+        handle = (gzip.open(path, "rb") if path.name.endswith(".gz")  # noqa: SIM115 - closed below
+                  else path.open("rb"))
+    except OSError as exc:
+        raise CorpusError(path, None, f"cannot read: {exc}") from None
+    with handle:
+        try:
+            head = handle.read(8192)
+            if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in head:
+                lines = enumerate(_read_text(path).split("\n"), start=1)
+                yield from ((n, line) for n, line in lines if line.strip())
+                return
+            number, buffer = 0, head
+            while True:
+                chunk = handle.read(1 << 20)
+                if chunk:
+                    *parts, buffer = (buffer + chunk).split(b"\n")
+                else:
+                    parts, buffer = buffer.split(b"\n"), b""
+                for raw in parts:
+                    # A lone CR ends a line too (old Mac files), as in the whole-file readers.
+                    for line in _decode_line(path, number + 1, raw).split("\r"):
+                        number += 1
+                        if line.strip():
+                            yield number, line
+                if not chunk:
+                    return
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CorpusError(path, None, f"cannot read: {exc}") from None
+
+
+def _decode_line(path: Path, number: int, raw: bytes) -> str:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(path, number, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save "
+                          "the file as UTF-8") from None
+    line = line.replace("\ufeff", "")
+    return line[:-1] if line.endswith("\r") else line
+
+
 # ---------------------------------------------------------------- seeds-style text
 
-_HEADER_VENUE = re.compile(r"([A-Za-z][A-Za-z&\-]*)\s*'?(\d{4})")
+# "ICML 2026 Papers", "NeurIPS 2025 Accepted Papers", "ACL 2024 论文", "ICLR 2026 (oral)",
+# "Accepted papers at EMNLP 2023", "NeurIPS'25"
+_HEADER_VENUE = re.compile(r"([A-Za-z][A-Za-z&\-]*)\s*(?:'?(\d{4})|'(\d{2}))(?!\d)")
 
 
 def _is_header(block: str) -> bool:
@@ -308,7 +349,7 @@ def venue_from_header(header: str) -> tuple[str, int | None]:
     match = _HEADER_VENUE.search(header)
     if not match:
         return header.strip(), None
-    return match.group(1), int(match.group(2))
+    return match.group(1), int(match.group(2) or f"20{match.group(3)}")
 
 
 def _blocks(text: str) -> Iterator[tuple[int, str]]:
@@ -347,8 +388,9 @@ def _read_seeds(path: Path, text: str) -> Iterator[Paper | CorpusError]:
         urls = extract_urls(body)
         if urls:
             extra["code_urls"] = " ".join(urls)
+        text = to_text(body)
         yield Paper(
-            paper_id=text_id(body), title=derive_title(body), text=body,
+            paper_id=text_id(body), title=derive_title(text), text=text,
             source=f"{path.name}#{position}", venue=venue, year=year,
             url=urls[0] if urls else "", title_derived=True, line=line, extra=extra,
         )
@@ -420,7 +462,7 @@ def paper_from_record(record: dict, source: str, line: int = 0) -> Paper:
     own_id = _string_field(record, "id") or _string_field(record, "_id")
     if own_id and any(ord(ch) < 32 for ch in own_id):
         raise ValueError(f"id {own_id!r} contains control characters")
-    body = text
+    body, text = text, to_text(text)
     extra = {k: _scalar(v) for k, v in record.items() if k not in KNOWN_FIELDS and v is not None}
     if isinstance(record.get("code_urls"), list):  # kept space-separated, as extracted ones
         extra["code_urls"] = " ".join(str(u) for u in record["code_urls"])
@@ -428,7 +470,7 @@ def paper_from_record(record: dict, source: str, line: int = 0) -> Paper:
     if urls and "code_urls" not in extra:
         extra["code_urls"] = " ".join(urls)
     return Paper(
-        paper_id=own_id or text_id(body), title=title or derive_title(body), text=body,
+        paper_id=own_id or text_id(body), title=title or derive_title(text), text=text,
         source=source, authors=_authors(record.get("authors")),
         venue=_string_field(record, "venue"), year=_year(record.get("year")),
         url=_string_field(record, "url"), title_derived=not title, line=line, extra=extra,
@@ -440,27 +482,142 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a valid JSON value")
 
 
-def _read_jsonl(path: Path, text: str) -> Iterator[Paper | CorpusError]:
-    position = 0
-    for line_number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+Admit = Callable[[str, int | None, list[str]], bool]
+
+
+def record_to_paper(record: dict, source: str, line: int, admit: Admit | None = None
+                    ) -> Paper | None:
+    """A JSON record of any known shape -> Paper (None: read, and `admit` turned it down).
+    arXiv snapshot lines have `authors_parsed`/`versions`, OpenReview notes a `content` of
+    fields; anything else uses ragqa's own field names."""
+    from ragqa.sources import arxiv, openreview
+
+    if arxiv.is_arxiv(record):
+        return arxiv.paper_from_arxiv(record, source, line, admit)
+    if openreview.is_note(record):
+        return openreview.paper_from_note(record, source, line, admit)
+    paper = paper_from_record(record, source, line)
+    if admit is not None and not admit(paper.venue, paper.year, _categories(paper)):
+        return None
+    return paper
+
+
+def _categories(paper: Paper) -> list[str]:
+    from ragqa.sources.select import split_categories
+
+    return split_categories(paper.extra.get("categories", ""))
+
+
+def _json_record(path: Path, line_number: int, line: str) -> dict | CorpusError:
+    try:
+        record = json.loads(line, parse_constant=_no_constant)
+    # JSONDecodeError, NaN/Infinity, a number of 5,000 digits, arrays nested 100,000 deep
+    except (ValueError, RecursionError) as exc:
+        reason = (exc.msg if isinstance(exc, json.JSONDecodeError) else
+                  "nested too deeply" if isinstance(exc, RecursionError) else str(exc))
+        return CorpusError(path, line_number, f"malformed JSON: {reason}")
+    if not isinstance(record, dict):
+        return CorpusError(path, line_number, "each line must be a JSON object")
+    return record
+
+
+def _records_to_papers(path: Path, records: Iterator[tuple[int, dict | CorpusError]],
+                       admit: Admit | None) -> Iterator[Paper | CorpusError | None]:
+    for position, (line_number, record) in enumerate(records, start=1):
+        if isinstance(record, CorpusError):
+            yield record
             continue
-        position += 1
         try:
-            record = json.loads(line, parse_constant=_no_constant)
-        # JSONDecodeError, NaN/Infinity, a number of 5,000 digits, arrays nested 100,000 deep
-        except (ValueError, RecursionError) as exc:
-            reason = (exc.msg if isinstance(exc, json.JSONDecodeError) else
-                      "nested too deeply" if isinstance(exc, RecursionError) else str(exc))
-            yield CorpusError(path, line_number, f"malformed JSON: {reason}")
-            continue
-        if not isinstance(record, dict):
-            yield CorpusError(path, line_number, "each line must be a JSON object")
-            continue
-        try:
-            yield paper_from_record(record, f"{path.name}#{position}", line_number)
+            yield record_to_paper(record, f"{path.name}#{position}", line_number, admit)
         except ValueError as exc:
             yield CorpusError(path, line_number, str(exc))
+
+
+_NOTES_KEY = re.compile(r'"notes"\s*:\s*\[')
+
+
+def _read_jsonl(path: Path, admit: Admit | None = None) -> Iterator[Paper | CorpusError | None]:
+    """JSON Lines, streamed; or, in a .json file, one JSON array (an OpenReview export) or an
+    OpenReview API response (`{"notes": [...]}`), read whole."""
+    lines = _stream_lines(path)
+    first = next(lines, None)
+    if first is None:
+        raise CorpusError(path, None, "file is empty")
+    head = first[1].lstrip()
+    if head.startswith("[") or (path.name.lower().endswith(".json") and
+                                head.startswith("{") and _wraps_notes(head)):
+        text = _read_text(path)  # whole: element line numbers count the blank lines too
+        start = 0 if head.startswith("[") else _notes_start(text)
+        if start is not None:
+            records = _array_records(path, text[start:], text.count("\n", 0, start) + 1,
+                                     wrapped=bool(start))
+            yield from _records_to_papers(path, records, admit)
+            return
+
+    def records() -> Iterator[tuple[int, dict | CorpusError]]:
+        for line_number, line in itertools.chain([first], lines):
+            yield line_number, _json_record(path, line_number, line)
+
+    yield from _records_to_papers(path, records(), admit)
+
+
+def _wraps_notes(first_line: str) -> bool:
+    """Whether a .json file starting with this line is an API response `{"notes": [...]}`:
+    a first line that is a whole record is JSON Lines (an arXiv snapshot is named .json)."""
+    try:
+        record = json.loads(first_line)
+    except (ValueError, RecursionError):
+        return bool(_NOTES_KEY.search(first_line)) or first_line.strip() == "{"
+    return isinstance(record, dict) and isinstance(record.get("notes"), list)
+
+
+def _notes_start(text: str) -> int | None:
+    match = _NOTES_KEY.search(text)
+    return match.end() - 1 if match else None
+
+
+def _array_records(path: Path, text: str, first_line: int, wrapped: bool = False
+                   ) -> Iterator[tuple[int, dict | CorpusError]]:
+    """The objects of a JSON array, each with the line it starts on (`wrapped`: the array is a
+    field of an object, whose other fields may follow it)."""
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    at = text.index("[") + 1
+    line, counted = first_line, 0
+
+    def line_of(offset: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, offset)
+        counted = offset
+        return line
+
+    while True:
+        at = _skip_space(text, at)
+        if at < len(text) and text[at] == "]":
+            if text[at + 1:].strip() and not wrapped:
+                yield line_of(at), CorpusError(path, line_of(at), "text after the JSON array")
+            return
+        start_line = line_of(at)
+        try:
+            record, at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            yield start_line, CorpusError(path, start_line, f"malformed JSON: {reason}")
+            return  # nothing after a broken element can be trusted
+        yield start_line, (record if isinstance(record, dict) else CorpusError(
+            path, start_line, "each element of the array must be a JSON object"))
+        at = _skip_space(text, at)
+        if at < len(text) and text[at] == ",":
+            at += 1
+        elif at >= len(text) or text[at] != "]":
+            yield line_of(at), CorpusError(path, line_of(at),
+                                           "malformed JSON: expected ',' or ']' in the array")
+            return
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\n\r":
+        at += 1
+    return at
 
 
 def _read_csv(path: Path, text: str) -> Iterator[Paper | CorpusError]:
@@ -495,14 +652,32 @@ def _read_csv(path: Path, text: str) -> Iterator[Paper | CorpusError]:
 
 # ---------------------------------------------------------------- entry points
 
+def _read_bib(path: Path, admit: Admit | None = None):
+    from ragqa.sources.bibtex import read_bibtex
+
+    return read_bibtex(path, _read_text(path), admit)
+
+
+def _admitted(items: Iterator[Paper | CorpusError], admit: Admit | None
+              ) -> Iterator[Paper | CorpusError | None]:
+    for item in items:
+        if admit is not None and isinstance(item, Paper) and \
+                not admit(item.venue, item.year, _categories(item)):
+            yield None
+        else:
+            yield item
+
+
 def _reader_for(path: Path):
     name = path.name.lower()
     if name.endswith(JSONL_SUFFIXES):
         return _read_jsonl
     if name.endswith(CSV_SUFFIXES):
-        return _read_csv
+        return lambda p, admit: _admitted(_read_csv(p, _read_text(p)), admit)
     if name.endswith(TEXT_SUFFIXES):
-        return _read_seeds
+        return lambda p, admit: _admitted(_read_seeds(p, _read_text(p)), admit)
+    if name.endswith(BIB_SUFFIXES):
+        return _read_bib
     raise CorpusError(path, None, f"unknown format; use one of {', '.join(SUPPORTED)}")
 
 
@@ -530,15 +705,33 @@ def expand_sources(paths: Iterable[Path]) -> list[Path]:
     return unique
 
 
-def read_sources(paths: Iterable[Path], skip_bad: bool = False) -> ReadReport:
-    """Parse every source. Raises the first CorpusError unless `skip_bad`."""
-    papers: list[Paper] = []
-    skipped: list[CorpusError] = []
+def read_sources(paths: Iterable[Path], skip_bad: bool = False, selection=None,
+                 on_progress: Callable[[int, int], None] | None = None) -> ReadReport:
+    """Parse every source. Raises the first CorpusError unless `skip_bad`.
+
+    `selection` (a `ragqa.sources.select.Selection`): only the records it admits are kept, at
+    most its `limit` of them; the others are read (and checked) but not held, so memory follows
+    what is kept, not the size of the files. `on_progress(records read, kept)` is called every
+    PROGRESS_EVERY records and at the end."""
+    paths = list(paths)
+    admit = selection.admits if selection and selection.conditions else None
+    limit = selection.limit if selection else None
+    report = ReadReport(papers=[], skipped=[], partial=bool(selection))
     first_seen: dict[str, str] = {}
     for path in expand_sources(paths):
-        items = _reader_for(path)(path, _read_text(path))
+        if limit is not None and len(report.papers) >= limit:
+            break
         resolved = str(path.resolve())
-        for item in items:
+        for item in _reader_for(path)(path, admit):
+            if not isinstance(item, CorpusError):
+                report.records_read += 1
+                if on_progress and report.records_read % PROGRESS_EVERY == 0:
+                    on_progress(report.records_read, len(report.papers))
+            if item is None:
+                continue
+            if not isinstance(item, Paper | CorpusError):  # a BibTeX entry without abstract
+                report.without_abstract += 1
+                continue
             if isinstance(item, Paper) and item.paper_id in first_seen:
                 item = CorpusError(
                     path, item.line or None,
@@ -547,13 +740,17 @@ def read_sources(paths: Iterable[Path], skip_bad: bool = False) -> ReadReport:
             if isinstance(item, CorpusError):
                 if not skip_bad:
                     raise item
-                skipped.append(item)
+                report.skipped.append(item)
                 continue
             first_seen[item.paper_id] = item.source
-            papers.append(replace(item, source_path=resolved))
-    if not papers and not skipped:
+            report.papers.append(replace(item, source_path=resolved))
+            if limit is not None and len(report.papers) >= limit:
+                break
+    if on_progress:
+        on_progress(report.records_read, len(report.papers))
+    if not report.records_read and not report.skipped and not report.without_abstract:
         raise CorpusError(", ".join(str(p) for p in paths), None, "no abstracts found")
-    return ReadReport(papers=papers, skipped=skipped)
+    return report
 
 
 # A sentence ends at . ! or ? followed by space and what starts a sentence in an abstract. Linear

@@ -62,6 +62,8 @@ class IngestReport:
     moved: int = 0
     unchanged: int = 0
     skipped_bad: int = 0
+    records_read: int = 0  # records of the sources parsed (kept by --where/--limit or not)
+    without_abstract: int = 0  # BibTeX entries that are no paper
     not_in_sources: int = 0
     chunks: int = 0
     papers_total: int = 0
@@ -487,6 +489,9 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
         else:
             report = ingest_papers(store, read.papers, prune=prune, progress=progress)
     report.skipped_bad = len(read.skipped)
+    report.records_read, report.without_abstract = read.records_read, read.without_abstract
+    if read.partial:  # papers of an earlier slice are still in the files, not gone from them
+        report.not_in_sources = 0
     report.skipped_messages = [str(e) for e in read.skipped]
     return report
 

@@ -164,8 +164,9 @@ class LexicalIndex:
         return [r[0] for r in rows]
 
     def indices_matching(self, venue: str | None, year: int | None,
-                         paper_ids: Set[str] | None) -> np.ndarray:
-        """Rows of the papers of this venue and year, among these ids (None: any)."""
+                         paper_ids: Set[str] | None, category: str | None = None
+                         ) -> np.ndarray:
+        """Rows of the papers of this venue, year and category, among these ids (None: any)."""
         clauses, args = [], []
         if venue:
             clauses.append("venue_key = ?")
@@ -174,9 +175,24 @@ class LexicalIndex:
             clauses.append("year = ?")
             args.append(year)
         where = " AND ".join(clauses) or "1"
-        rows = self._db.execute(f"SELECT idx, paper_id FROM papers WHERE {where}", args)
+        if category:
+            rows = self._in_category(where, args, category.lower())
+        else:
+            rows = self._db.execute(f"SELECT idx, paper_id FROM papers WHERE {where}", args)
         return np.array([i for i, pid in rows if paper_ids is None or pid in paper_ids],
                         dtype=np.int64)
+
+    def _in_category(self, where: str, args: list, category: str) -> list[tuple[int, str]]:
+        """Rows of the category: from the `categories` column (" cs.cl cs.ai "), or, in a
+        snapshot written before it existed, from each paper's metadata."""
+        try:
+            return self._db.execute(
+                f"SELECT idx, paper_id FROM papers WHERE {where} AND categories LIKE ? "
+                "ESCAPE '\\'", [*args, f"% {_like_prefix(category)[:-1]} %"]).fetchall()
+        except sqlite3.OperationalError:  # no such column
+            rows = self._db.execute(f"SELECT idx, paper_id, json FROM papers WHERE {where}", args)
+            return [(i, pid) for i, pid, record in rows
+                    if category in _categories(json.loads(record).get("extra", {}))]
 
     # ------------------------------------------------------------ search
 
@@ -360,17 +376,25 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
     return folder / name
 
 
+def _categories(extra: dict) -> set[str]:
+    from ragqa.sources.select import split_categories
+
+    return {c.lower() for c in split_categories(extra.get("categories", ""))}
+
+
 def _write_files(work: Path, papers: list[Paper], background: np.ndarray | None,
                  known_terms: Mapping[str, tuple[str, list[str]]]) -> None:
     import bm25s
 
     with contextlib.closing(sqlite3.connect(work / "papers.sqlite")) as db:
         db.execute("CREATE TABLE papers (idx INTEGER PRIMARY KEY, paper_id TEXT UNIQUE, "
-                   "json TEXT, venue_key TEXT, year INTEGER, source_file TEXT, position INTEGER)")
+                   "json TEXT, venue_key TEXT, year INTEGER, source_file TEXT, position INTEGER, "
+                   "categories TEXT)")
         db.executemany(
-            "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             ((i, p.paper_id, json.dumps(asdict(p), ensure_ascii=False), p.venue.lower(), p.year,
-              *_position(p.source)) for i, p in enumerate(papers)),
+              *_position(p.source), f" {' '.join(sorted(_categories(p.extra)))} ")
+             for i, p in enumerate(papers)),
         )
         db.commit()
     if papers:

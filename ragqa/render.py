@@ -57,6 +57,8 @@ class Renderer:
                 f"{report.papers_total} papers in all ({report.chunks} chunks embedded, "
                 f"{report.seconds:.1f} s)")
         self.console.print(line)
+        if report.without_abstract:
+            self.err.print(f"{report.without_abstract} BibTeX entries have no abstract: skipped")
         if report.skipped_bad:
             self.err.print(f"[yellow]Skipped {report.skipped_bad} bad records[/]"
                            + ("" if quiet else ":"))

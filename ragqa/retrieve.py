@@ -21,6 +21,7 @@ import numpy as np
 from ragqa import lexical
 from ragqa.corpus import Paper, split_sentences
 from ragqa.question import understand
+from ragqa.sources.select import category_key, split_categories
 from ragqa.store import Store, local_dir
 
 if TYPE_CHECKING:
@@ -252,18 +253,21 @@ class Hit:
 
 @dataclass(frozen=True)
 class Filters:
-    """Which papers a search may return: a venue, a year, or a set of paper ids (a chat
-    follow-up about "them" searches only the papers the last answer cited)."""
+    """Which papers a search may return: a venue, a year, an arXiv category, or a set of paper
+    ids (a chat follow-up about "them" searches only the papers the last answer cited)."""
 
     venue: str | None = None
     year: int | None = None
     paper_ids: frozenset[str] | None = None
+    category: str | None = None
 
     def __bool__(self) -> bool:
-        return self.venue is not None or self.year is not None or self.paper_ids is not None
+        return (self.venue is not None or self.year is not None or self.paper_ids is not None
+                or self.category is not None)
 
     def as_dict(self) -> dict:
-        out: dict = {k: v for k, v in (("venue", self.venue), ("year", self.year)) if v}
+        out: dict = {k: v for k, v in (("venue", self.venue), ("year", self.year),
+                                       ("category", self.category)) if v}
         if self.paper_ids is not None:
             out["paper_ids"] = sorted(self.paper_ids)
         return out
@@ -274,11 +278,21 @@ class Filters:
             clauses.append({"venue_key": self.venue.lower()})
         if self.year is not None:
             clauses.append({"year": self.year})
+        if self.category:
+            clauses.append({category_key(self.category): True})
         if self.paper_ids is not None:
             clauses.append({"paper_id": {"$in": sorted(self.paper_ids)}})
         if not clauses:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    def admits(self, paper: Paper) -> bool:
+        """The same test in Python, for papers read from the BM25 snapshot (`summarize --all`)."""
+        return ((not self.venue or paper.venue.lower() == self.venue.lower())
+                and (self.year is None or paper.year == self.year)
+                and (self.paper_ids is None or paper.paper_id in self.paper_ids)
+                and (not self.category or self.category.lower() in
+                     {c.lower() for c in split_categories(paper.extra.get("categories", ""))}))
 
 
 @dataclass
@@ -345,7 +359,8 @@ class Retriever:
             return SearchResult(query, [], 0, filters=filters.as_dict())
         rule = rule or (LIST_MODEL if is_list_question(query) else CUT_FOR_CLAIMS)
         n = max(self.store.settings.candidates, k or 0)
-        allowed = (self.lexical.indices_matching(filters.venue, filters.year, filters.paper_ids)
+        allowed = (self.lexical.indices_matching(filters.venue, filters.year, filters.paper_ids,
+                                                 filters.category)
                    if filters else None)
         if isinstance(rule, RelevanceModel):
             hits, query_terms = self._list_candidates(query, n, filters, allowed)

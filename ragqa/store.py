@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragqa.corpus import Paper
+from ragqa.sources.select import category_key, split_categories
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -400,6 +401,8 @@ def chunk_metadata(paper: Paper, index: int, n_chunks: int) -> dict:
     }
     if paper.year is not None:
         meta["year"] = paper.year
+    for category in split_categories(paper.extra.get("categories", "")):
+        meta[category_key(category)] = True  # `--category cs.CL` (ragqa.sources.select)
     if index == 0:
         if n_chunks > 1:  # a paper of one chunk is its own document: don't store it twice
             meta["paper_text"] = paper.text

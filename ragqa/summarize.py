@@ -30,8 +30,9 @@ from ragqa.answer import (
     sources_block,
 )
 from ragqa.corpus import Paper, contribution_sentence, strip_marks
+from ragqa.export import reference_link
 from ragqa.question import strip_frame
-from ragqa.retrieve import LIST_MODEL, Hit, best_sentence
+from ragqa.retrieve import LIST_MODEL, Filters, Hit, best_sentence
 
 if TYPE_CHECKING:
     from ragqa.llm import ChatLLM
@@ -266,10 +267,12 @@ class _LLMCounter:
 
 def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = None,
               max_papers: int | None = None,
-              on_progress: Callable[[str], None] | None = None) -> Summary:
-    """A themed summary of the papers on `topic`, or of the whole collection when None."""
+              on_progress: Callable[[str], None] | None = None,
+              filters: Filters | None = None) -> Summary:
+    """A themed summary of the papers on `topic`, or of the whole collection when None (only
+    the papers `filters` admits: a venue, a year, a category)."""
     progress = on_progress or (lambda message: None)
-    papers = _select_papers(retriever, topic, max_papers)
+    papers = _select_papers(retriever, topic, max_papers, filters)
     # "Summarize the papers on audio and speech." is a summary of "audio and speech".
     topic = strip_frame(topic) if topic else topic
     if not papers:
@@ -342,14 +345,14 @@ def _renumber(summary: Summary) -> Summary:
     return summary
 
 
-def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | None
-                   ) -> list[Paper]:
+def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | None,
+                   filters: Filters | None = None) -> list[Paper]:
     if topic:
         hits = retriever.search(topic, k=max_papers, sentences=False,
-                                rule=LIST_MODEL).hits
+                                rule=LIST_MODEL, filters=filters).hits
         return [h.paper for h in hits]
     assert retriever.lexical is not None
-    papers = retriever.lexical.all_papers()
+    papers = [p for p in retriever.lexical.all_papers() if not filters or filters.admits(p)]
     if max_papers and len(papers) > max_papers:
         rng = np.random.default_rng(0)
         papers = [papers[i] for i in sorted(rng.choice(len(papers), max_papers, replace=False))]
@@ -414,6 +417,7 @@ def to_markdown(summary: Summary) -> str:
         lines += [f"## {theme.name} ({theme.size} papers)", "", theme.text, ""]
     lines += ["## References", ""]
     # A list, so that each reference keeps its own line in Markdown and in the terminal.
-    lines += [f"- [{n}] {p.title} ({p.source}, id {p.paper_id})"
+    # Each title links to the paper's page (arXiv, OpenReview forum, DOI) when it has one.
+    lines += [f"- [{n}] {reference_link(p.title, p.url)} ({p.source}, id {p.paper_id})"
               for n, p in enumerate(summary.references, start=1)]
     return "\n".join(lines) + "\n"

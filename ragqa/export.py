@@ -1,0 +1,199 @@
+"""Papers out: BibTeX with stable keys, CSV, JSON Lines (which `ragqa ingest` reads back with
+the same ids and texts), and the Markdown link of a reference.
+
+A BibTeX key is the first author's surname, the year and the first word of the title, in
+lower-case ASCII (`muller2024prosody`); papers whose keys clash get a, b, … in the order of
+their ids, so the same papers always get the same keys. An entry read from a .bib keeps that
+entry's own fields; an arXiv paper is a @misc with its eprint, an OpenReview paper an
+@inproceedings of its venue.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import re
+import string
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+from ragqa.corpus import Paper
+from ragqa.sources.latex import latex_to_text
+from ragqa.sources.select import split_categories
+
+_SKIPPED_TITLE_WORDS = {"a", "an", "the", "on", "of", "in", "for", "to", "and", "towards"}
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+CSV_COLUMNS = ("id", "title", "abstract", "authors", "venue", "year", "url", "categories",
+               "doi", "source")
+
+
+# ---------------------------------------------------------------- keys
+
+def _ascii(text: str) -> str:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return "".join(_ASCII_WORD.findall(folded.lower()))
+
+
+def _surname(authors: str) -> str:
+    first = authors.split(";")[0].strip()
+    if "," in first:  # "Last, First"
+        return first.split(",")[0]
+    words = first.split()
+    # "Anna van der Berg": the surname is what follows the given names' lower-case particles
+    for i, word in enumerate(words[:-1]):
+        if i and word[:1].islower():
+            return " ".join(words[i:])
+    return words[-1] if words else ""
+
+
+def base_key(paper: Paper) -> str:
+    surname = _ascii(_surname(paper.authors)) or "anon"
+    words = [_ascii(w) for w in paper.title.split()]
+    word = next((w for w in words if w and w not in _SKIPPED_TITLE_WORDS), "") or \
+        next((w for w in words if w), "untitled")
+    return f"{surname}{paper.year or 'nd'}{word}"
+
+
+def bibtex_keys(papers: Sequence[Paper]) -> dict[str, str]:
+    """paper id -> key; clashing keys get a, b, … in the order of the papers' ids."""
+    by_base: dict[str, list[str]] = {}
+    for paper in papers:
+        by_base.setdefault(base_key(paper), []).append(paper.paper_id)
+    keys = {}
+    for base, ids in by_base.items():
+        ids = sorted(set(ids))
+        for i, pid in enumerate(ids):
+            keys[pid] = base if len(ids) == 1 else base + _suffix(i)
+    return keys
+
+
+def _suffix(i: int) -> str:
+    letters = string.ascii_lowercase
+    return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
+
+
+# ---------------------------------------------------------------- BibTeX
+
+_PLAIN = frozenset(string.ascii_letters + string.digits + " .,;:!?'()/+=<>|@*`\"[]-")
+
+
+@functools.lru_cache(maxsize=4096)
+def _latex_char(char: str) -> str:
+    """A character as LaTeX (`ü` -> `{\\"u}`, `&` -> `\\&`, `×` -> `{\\texttimes}`) when
+    that reads back as the same character; else the character itself (LaTeX reads UTF-8)."""
+    from pylatexenc.latexencode import unicode_to_latex
+
+    # BibTeX counts every brace, escaped or not: a lone one is written as a command
+    encoded = {"{": "\\textbraceleft{}", "}": "\\textbraceright{}"}.get(char) or \
+        unicode_to_latex(char, non_ascii_only=False, unknown_char_warning=False)
+    return encoded if latex_to_text(f"x{encoded}x") == f"x{char}x" else char
+
+
+def _latex(text: str) -> str:
+    """Plain text as a BibTeX value that reads back as the same text."""
+    out = "".join(c if c in _PLAIN else _latex_char(c) for c in text)
+    return out.replace("--", "-{}-")  # LaTeX would read "--" as a dash
+
+
+def _balanced(value: str) -> bool:
+    """Whether a value can stand inside {…}: a "…"-quoted one may hold a lone brace (BibTeX
+    counts escaped braces too)."""
+    depth = 0
+    for char in value:
+        depth += (char == "{") - (char == "}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _bib_authors(authors: str) -> str:
+    return " and ".join(_latex(name.strip()) for name in authors.split(";") if name.strip())
+
+
+def entry_fields(paper: Paper) -> tuple[str, dict[str, str]]:
+    """(entry type, fields) for a paper; field values are BibTeX (LaTeX) text."""
+    extra = paper.extra
+    if extra.get("source_format") == "bibtex" and extra.get("bibtex_fields"):
+        own = json.loads(str(extra["bibtex_fields"]))  # written as the .bib had them
+        fields = {k: v if _balanced(v) else _latex(latex_to_text(v))
+                  for k, v in own.items() if k != "abstract"}
+        fields["abstract"] = _latex(paper.text)
+        return str(extra.get("bibtex_type") or "misc"), fields
+    fields = {"title": _latex(paper.title)}
+    if paper.authors:
+        fields["author"] = _bib_authors(paper.authors)
+    kind = "misc"
+    if extra.get("source_format") == "arxiv":
+        fields.update(eprint=paper.paper_id, archiveprefix="arXiv")
+        categories = split_categories(extra.get("categories", ""))
+        if categories:
+            fields["primaryclass"] = categories[0]
+        if extra.get("journal_ref"):
+            fields["note"] = _latex(str(extra["journal_ref"]))
+    elif paper.venue:
+        label = str(extra.get("venue_label") or paper.venue)
+        kind = "inproceedings"
+        fields["booktitle"] = _latex(label)
+    if paper.year:
+        fields["year"] = str(paper.year)
+    if extra.get("doi"):
+        fields["doi"] = str(extra["doi"])
+    if paper.url:
+        fields["url"] = paper.url
+    fields["abstract"] = _latex(paper.text)
+    return kind, fields
+
+
+def to_bibtex(papers: Iterable[Paper]) -> str:
+    """A .bib of these papers (each once), written by bibtexparser so that it parses back."""
+    import bibtexparser
+    from bibtexparser.library import Library
+    from bibtexparser.model import Entry, Field
+
+    unique = list({p.paper_id: p for p in papers}.values())
+    keys = bibtex_keys(unique)
+    library = Library()
+    for paper in unique:
+        kind, fields = entry_fields(paper)
+        library.add(Entry(kind, keys[paper.paper_id],
+                          [Field(name, value) for name, value in fields.items()]))
+    return bibtexparser.write_string(library) if unique else ""
+
+
+# ---------------------------------------------------------------- JSON Lines, CSV
+
+def paper_record(paper: Paper) -> dict:
+    """A JSON Lines record `ragqa ingest` reads back as the same paper (same id and text)."""
+    record: dict = {"id": paper.paper_id, "title": paper.title, "abstract": paper.text,
+                    "authors": paper.authors, "venue": paper.venue, "year": paper.year,
+                    "url": paper.url}
+    record.update({k: v for k, v in paper.extra.items() if k not in record})
+    return {k: v for k, v in record.items() if v not in (None, "")}
+
+
+def to_jsonl(papers: Iterable[Paper]) -> str:
+    return "".join(json.dumps(paper_record(p), ensure_ascii=False) + "\n" for p in papers)
+
+
+def to_csv(papers: Iterable[Paper]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for paper in papers:
+        record = paper_record(paper)
+        writer.writerow([record.get("abstract" if c == "abstract" else c, "") if c != "source"
+                         else paper.source for c in CSV_COLUMNS])
+    return out.getvalue()
+
+
+# ---------------------------------------------------------------- Markdown
+
+def reference_link(title: str, url: str) -> str:
+    """`[Title](url)` when the paper has a link (arXiv page, OpenReview forum, DOI), else the
+    title; brackets in a title would end the link text early."""
+    if not url:
+        return title
+    text = title.replace("[", "\\[").replace("]", "\\]")
+    return f"[{text}](<{url}>)" if " " in url or ")" in url else f"[{text}]({url})"
