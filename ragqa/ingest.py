@@ -298,28 +298,27 @@ def _pause_for_tests(stage: str) -> None:
 
 @dataclass
 class _Batch:
-    """One batch of papers, chunked and embedded: one upsert."""
+    """One batch of papers, chunked, then embedded: one upsert."""
 
     papers: list[Paper]
-    ids: list[str]
-    vectors: np.ndarray
-    documents: list[str]
-    metadatas: list[dict]
+    ids: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)  # what is embedded: title + chunk
+    documents: list[str] = field(default_factory=list)
+    metadatas: list[dict] = field(default_factory=list)
+    vectors: np.ndarray | None = None
 
 
-def _embed(store: Store, chunker: Callable[[Paper], list[str]], papers: list[Paper]) -> _Batch:
-    ids, inputs, documents, metadatas = [], [], [], []
+def _chunk(chunker: Callable[[Paper], list[str]], papers: list[Paper]) -> _Batch:
+    batch = _Batch(papers)
     with PHASES.phase("chunking"):
         for paper in papers:
             chunks = chunker(paper)
             for i, chunk in enumerate(chunks):
-                ids.append(f"{paper.paper_id}::{i}")
-                inputs.append(embedding_input(paper, chunk))
-                documents.append(chunk)
-                metadatas.append(chunk_metadata(paper, i, len(chunks)))
-    with PHASES.phase("embedding"):
-        vectors = store.encoder.embed(inputs)
-    return _Batch(papers, ids, vectors, documents, metadatas)
+                batch.ids.append(f"{paper.paper_id}::{i}")
+                batch.inputs.append(embedding_input(paper, chunk))
+                batch.documents.append(chunk)
+                batch.metadatas.append(chunk_metadata(paper, i, len(chunks)))
+    return batch
 
 
 class _Writer:
@@ -387,16 +386,23 @@ def _embed_and_store(store: Store, papers: list[Paper], progress: Progress,
     chunker = make_chunker(store.encoder, store.settings)
     store.collection(create=True)
     writer = _Writer(store, known_terms)
+    batches = [papers[i : i + PAPERS_PER_BATCH] for i in range(0, len(papers), PAPERS_PER_BATCH)]
     chunks = 0
     try:
-        for start in range(0, len(papers), PAPERS_PER_BATCH):
-            batch = papers[start : start + PAPERS_PER_BATCH]
+        ahead = _chunk(chunker, batches[0])
+        for i in range(len(batches)):
             writer.check()  # a failed write: embed nothing more
             _pause_for_tests("embedding")
-            embedded = _embed(store, chunker, batch)
+            with PHASES.phase("embedding"):
+                ahead.vectors = store.encoder.embed(ahead.inputs)
+            # The next batch is chunked before this one goes to the writer: chunking is Python
+            # that needs the GIL, as the writer does; the embedder mostly runs without it.
+            embedded = ahead
+            if i + 1 < len(batches):
+                ahead = _chunk(chunker, batches[i + 1])
             writer.put(embedded)
             chunks += len(embedded.ids)
-            progress.advance(len(batch))
+            progress.advance(len(embedded.papers))
     except BaseException:
         writer.close(check=False)  # the error in hand is the one to show
         raise
