@@ -15,7 +15,8 @@ median of the pairs (default 3) is the figure. The same ratio of CPU seconds (al
 with it: less moved by load, but blind to work overlapped on two threads.
 
 `--before DIR` times a second ragqa, another checkout's code (e.g. `git archive main | tar -x -C
-DIR`), in the same rotation: before and after side by side.
+DIR`), in the same rotation: before and after side by side. A ragqa older than the
+RAGQA_PROFILE_INGEST hook gives its total and ratio only, no phases.
 
 The 1-minute load average is read before every run. Above 0.5 the figures are printed, labelled
 "LOADED, not a result": load slows the raw embedder more than ragqa's other work, so a loaded
