@@ -1,31 +1,43 @@
-"""Ingest throughput of ragqa as a ratio to the raw embedder on the same abstracts.
+"""Ingest throughput: `ragqa ingest` as a user runs it, as a ratio to the raw embedder.
 
-Takes the first N abstracts (default 1000) of `../shared/data/mlconf/corpus.jsonl.gz` next to
-the repository (or `--data DIR`; skips cleanly where it is absent) and measures, side by side in
-one process and on the same machine state:
+Takes the first N abstracts (default 300) of `../shared/data/mlconf/corpus.jsonl.gz` next to the
+repository (or `--data FILE`; skips cleanly where it is absent), writes them to a JSONL file,
+and times, in alternating pairs on the same machine state:
 
-  raw   `LocalMiniLM().embed(title + ". " + text)`: one vector per abstract, nothing else;
-  ours  `ragqa.ingest.ingest_paths` of the same records (written to a temporary JSONL) into a
-        fresh temporary RAGQA_HOME: parse, diff, chunk, embed, upsert into Chroma, BM25 rebuild.
+  raw    the same int8 MiniLM through onnxruntime and `tokenizers` (`LocalMiniLM`), in this
+         process: one vector per abstract (`title + ". " + text`), one text per run, 256-token
+         truncation, sorted by length; model loaded once and warmed up, load excluded;
+  ragqa  `python -m ragqa ingest FILE --quiet --json` into an empty RAGQA_HOME, from starting
+         the process to its exit: start-up, reading, chunking, embedding, Chroma, BM25.
 
-Both models are loaded once, before any timing, and warmed up; the loads are reported apart.
-Each (raw, ours) pair is repeated `--repeats` times (default 3) in alternating order; the
-medians give papers/s and the ratio ours/raw (target >= 0.9). A breakdown of where ingest time
-goes (chunking, embedding, Chroma upsert, the final rescan and BM25 rebuild, the rest) and the
-tokens each side feeds the model come with it.
+The ratio is raw seconds / ragqa seconds per pair (1.0: ingest as fast as the bare model); the
+median of the pairs (default 3) is the figure. The same ratio of CPU seconds (all threads) comes
+with it: less moved by load, but blind to work overlapped on two threads.
 
-The figures are only as good as the machine is quiet: run it with nothing else busy.
+`--before DIR` times a second ragqa, another checkout's code (e.g. `git archive main | tar -x -C
+DIR`), in the same rotation: before and after side by side. A ragqa older than the
+RAGQA_PROFILE_INGEST hook gives its total and ratio only, no phases.
 
-Run it:
+The 1-minute load average is read before every run. Above 0.5 the figures are printed, labelled
+"LOADED, not a result": load slows the raw embedder more than ragqa's other work, so a loaded
+ratio flatters ragqa (issue 18). The exit code is 0 either way.
 
-    /tmp/venv/bin/python bench/ingest_throughput.py
-    /tmp/venv/bin/python bench/ingest_throughput.py --n 500 --repeats 5 --json
+Where ragqa's time goes comes from the process itself: with RAGQA_PROFILE_INGEST=FILE, ingest
+writes the seconds of each phase as JSON (ragqa/ingest.py, `Phases`; off by default, no cost).
+The tokens ragqa embeds beyond the raw run (a title on every chunk, overlap between chunks, text
+past MiniLM's 256 tokens that the raw run drops) are counted from ragqa's own chunker.
+
+Run it (on a quiet machine):
+
+    python bench/ingest_throughput.py                  # 300 abstracts, 3 pairs
+    python bench/ingest_throughput.py --n 3000
+    python bench/ingest_throughput.py --before /tmp/ragqa-main --json
 
 `--batch-sizes 1,8,32` instead times the raw embedder alone at each batch size (texts per
-onnxruntime run), alternating, `--repeats` times: why ragqa embeds one text per run by default.
+onnxruntime run), alternating: why ragqa embeds one text per run by default.
 
-RAGQA_* settings in the environment are ignored: settings come from `load_settings` with only
-RAGQA_HOME set, so that the figures describe the defaults.
+RAGQA_* settings in the environment are ignored: the ingest runs with only RAGQA_HOME (and the
+profile file) set, so that the figures describe the defaults.
 """
 
 from __future__ import annotations
@@ -33,21 +45,28 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from itertools import pairwise
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# ../shared/data beside the repository (or beside the folder of worktrees holding it)
+DATA_PLACES = [Path(__file__).resolve().parents[i] / "shared" / "data" for i in (2, 3)]
+REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 0.9
+MAX_LOAD = 0.5
 MAX_TOKENS = 256  # MiniLM's window: what the embedder actually reads of a text
+
+# Phases of the ingest process, in the order they happen (names as ragqa/ingest.py's Phases).
+PHASES = ["reading", "opening the store", "comparing with the index", "chunking", "embedding",
+          "chroma upserts", "waiting for the writer", "rescan", "bm25: reading chroma",
+          "bm25: writing the snapshot"]
 
 
 # ---------------------------------------------------------------- data
@@ -71,202 +90,180 @@ def raw_input(record: dict[str, Any]) -> str:
     return f"{record.get('title') or ''}. {record['text']}"
 
 
-# ---------------------------------------------------------------- instrumentation
-
-class TimedEncoder:
-    """Wraps an Encoder, adding up the time spent in embed() and count_tokens() (the latter is
-    what the chunker calls to size chunks) and keeping the texts embedded."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.embedder_id: str = inner.embedder_id
-        self.reset()
-
-    @property
-    def dimension(self) -> int:
-        return int(self.inner.dimension)
-
-    def reset(self) -> None:
-        self.embed_s = 0.0
-        self.count_s = 0.0
-        self.count_calls = 0
-        self.embedded: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        started = time.perf_counter()
-        try:
-            return self.inner.embed(texts)
-        finally:
-            self.embed_s += time.perf_counter() - started
-            self.embedded.extend(texts)
-
-    def count_tokens(self, text: str) -> int:
-        started = time.perf_counter()
-        try:
-            return int(self.inner.count_tokens(text))
-        finally:
-            self.count_s += time.perf_counter() - started
-            self.count_calls += 1
+def load_average() -> float:
+    return os.getloadavg()[0]
 
 
-@dataclass
-class StageClock:
-    """ragqa's Progress callbacks, turned into timestamps of the ingest stages."""
-
-    marks: list[tuple[str, float]] = field(default_factory=list)
-
-    def start(self, total: int) -> None:
-        self.marks.append(("embed-loop", time.perf_counter()))
-
-    def advance(self, papers: int) -> None:
-        pass
-
-    def stage(self, message: str) -> None:
-        self.marks.append((message, time.perf_counter()))
-
-    def finish(self) -> None:
-        self.marks.append(("after-embed-loop", time.perf_counter()))
-
-    def durations(self, end: float) -> dict[str, float]:
-        """Seconds from each mark to the next (the last one to `end`)."""
-        stamps = [*self.marks, ("end", end)]
-        return {name: later - at for (name, at), (_, later) in pairwise(stamps)}
-
-
-def token_counts(count: Callable[[str], int], texts: Sequence[str]) -> tuple[int, int]:
-    """(tokens the embedder reads, i.e. truncated to its window, tokens it drops)."""
-    read = dropped = 0
-    for text in texts:
-        n = count(text) + 2  # [CLS] and [SEP]
-        read += min(n, MAX_TOKENS)
-        dropped += max(0, n - MAX_TOKENS)
-    return read, dropped
-
-
-# ---------------------------------------------------------------- the two measurements
+# ---------------------------------------------------------------- the runs
 
 def time_raw(embedder: Any, texts: list[str]) -> float:
+    return time_raw_cpu(embedder, texts)[0]
+
+
+def time_raw_cpu(embedder: Any, texts: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of all this process's threads)."""
+    cpu = time.process_time()
     started = time.perf_counter()
     vectors = embedder.embed(texts)
     seconds = time.perf_counter() - started
     assert vectors.shape[0] == len(texts)
-    return seconds
+    return seconds, time.process_time() - cpu
 
 
-def time_ours(encoder: TimedEncoder, source: Path) -> dict[str, Any]:
-    """One full ingest_paths of `source` into a fresh RAGQA_HOME."""
-    from ragqa.config import load_settings
-    from ragqa.ingest import ingest_paths
-    from ragqa.store import Store
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
-    with tempfile.TemporaryDirectory(prefix="ragqa-throughput-") as home:
-        settings = load_settings({"RAGQA_HOME": home, "RAGQA_ENV_FILE": "/nonexistent"})
-        opened = time.perf_counter()
-        store = Store(settings, "throughput", encoder)  # type: ignore[arg-type]
-        open_s = time.perf_counter() - opened
-        upsert_s = 0.0
-        plain_upsert = store.upsert
 
-        def timed_upsert(*args: Any, **kwargs: Any) -> None:
-            nonlocal upsert_s
-            started = time.perf_counter()
-            try:
-                plain_upsert(*args, **kwargs)
-            finally:
-                upsert_s += time.perf_counter() - started
+def _ingest_env(home: str, profile: str, code: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGQA_")}
+    env.update(RAGQA_HOME=home, RAGQA_ENV_FILE="/nonexistent", RAGQA_PROFILE_INGEST=profile)
+    if code is not None:  # that checkout's ragqa comes first on the path
+        env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [env.get("PYTHONPATH")])])
+    return env
 
-        store.upsert = timed_upsert  # type: ignore[method-assign]
-        encoder.reset()
-        clock = StageClock()
+
+def time_ingest(source: Path, code: Path | None) -> dict[str, Any]:
+    """One `ragqa ingest` process into a fresh RAGQA_HOME: wall seconds and its phases."""
+    with tempfile.TemporaryDirectory(prefix="ragqa-throughput-") as tmp:
+        profile = Path(tmp) / "profile.json"
+        env = _ingest_env(str(Path(tmp) / "home"), str(profile), code)
+        cpu = _children_cpu()
+        spawned = time.time()
         started = time.perf_counter()
-        report = ingest_paths(store, [source], progress=clock)  # type: ignore[arg-type]
-        ended = time.perf_counter()
-        seconds = ended - started
-        stages = clock.durations(ended)
-        del store
-    loop_s = stages.get("embed-loop", 0.0)
-    # count_tokens is timed both inside the embed loop (chunking) and, rarely, elsewhere.
-    breakdown = {
-        "read+diff": seconds - loop_s - stages.get("Updating the BM25 index", 0.0)
-        - stages.get("after-embed-loop", 0.0),
-        "chunking": encoder.count_s,
-        "embedding": encoder.embed_s,
-        "chroma upsert": upsert_s,
-        "other in loop": loop_s - encoder.count_s - encoder.embed_s - upsert_s,
-        "rescan+bm25": stages.get("Updating the BM25 index", 0.0)
-        + stages.get("after-embed-loop", 0.0),
+        done = subprocess.run([sys.executable, "-m", "ragqa", "ingest", str(source), "--quiet",
+                               "--json"], env=env, capture_output=True, text=True, check=False,
+                              cwd=tmp)
+        seconds = time.perf_counter() - started
+        cpu = _children_cpu() - cpu
+        exited = time.time()
+        if done.returncode != 0:
+            raise SystemExit(f"ragqa ingest failed ({done.returncode}): {done.stderr.strip()}")
+        report = json.loads(done.stdout)
+        if profile.is_file():
+            timed = json.loads(profile.read_text(encoding="utf-8"))
+            phases = {"start-up (process, imports)": timed["started"] - spawned,
+                      **timed["seconds"], "exit": exited - timed["ended"]}
+            phases["other"] = seconds - sum(phases.values())
+        else:  # a ragqa without the RAGQA_PROFILE_INGEST hook
+            phases = {}
+    return {"seconds": seconds, "cpu_s": cpu, "chunks": report["chunks"],
+            "papers": report["added"], "phases": phases}
+
+
+def run_pairs(source: Path, texts: list[str], pairs: int, before: Path | None
+              ) -> dict[str, Any]:
+    from ragqa.embeddings import LocalMiniLM
+
+    loads: list[float] = []
+    loaded = time.perf_counter()
+    raw = LocalMiniLM()
+    model_load_s = time.perf_counter() - loaded
+    raw.embed(texts[:64])  # warm-up: first ONNX runs allocate
+
+    kinds = ["raw", "ragqa"] + (["before"] if before else [])
+    runs: dict[str, list[Any]] = {kind: [] for kind in kinds}
+    raw_cpu: list[float] = []
+    for i in range(pairs):
+        for kind in kinds[i % len(kinds):] + kinds[: i % len(kinds)]:  # rotate the order
+            loads.append(load_average())
+            if kind == "raw":
+                seconds, cpu = time_raw_cpu(raw, texts)
+                runs["raw"].append(seconds)
+                raw_cpu.append(cpu)
+            else:
+                runs[kind].append(time_ingest(source, None if kind == "ragqa" else before))
+                seconds = runs[kind][-1]["seconds"]
+            log(f"  pair {i + 1}: {kind:<6} {seconds:6.1f} s ({len(texts) / seconds:5.1f} "
+                f"papers/s), load {loads[-1]:.2f}")
+    result: dict[str, Any] = {
+        "raw": {"seconds": [round(s, 2) for s in runs["raw"]],
+                "papers_per_s": round(len(texts) / statistics.median(runs["raw"]), 2),
+                "cpu_s": [round(s, 2) for s in raw_cpu],
+                "model_load_s": round(model_load_s, 2)},
+        "load_averages": [round(x, 2) for x in loads],
     }
-    return {"seconds": seconds, "store_open_s": open_s, "chunks": report.chunks,
-            "papers": report.added, "breakdown": breakdown, "texts": list(encoder.embedded),
-            "count_calls": encoder.count_calls}
+    for kind in kinds[1:]:
+        result[kind] = summarise(runs[kind], runs["raw"], raw_cpu, len(texts))
+    result["_embedder"] = raw
+    return result
+
+
+def summarise(ours: list[dict[str, Any]], raw_s: list[float], raw_cpu: list[float],
+              papers: int) -> dict[str, Any]:
+    ratios = [r / o["seconds"] for r, o in zip(raw_s, ours, strict=True)]
+    # CPU seconds move less with load than wall seconds do, but cannot show overlap (work done
+    # on two threads at once): a second opinion, not the figure.
+    cpu_ratios = [r / o["cpu_s"] for r, o in zip(raw_cpu, ours, strict=True)]
+    names = [n for n in ours[0]["phases"] if all(n in o["phases"] for o in ours)]
+    return {"seconds": [round(o["seconds"], 2) for o in ours],
+            "papers_per_s": round(papers / statistics.median(o["seconds"] for o in ours), 2),
+            "chunks": ours[0]["chunks"],
+            "pair_ratios": [round(r, 3) for r in ratios],
+            "ratio": round(statistics.median(ratios), 3),
+            "cpu_s": [round(o["cpu_s"], 2) for o in ours],
+            "cpu_pair_ratios": [round(r, 3) for r in cpu_ratios],
+            "cpu_ratio": round(statistics.median(cpu_ratios), 3),
+            "phases_s": {n: round(statistics.median(o["phases"][n] for o in ours), 3)
+                         for n in names}}
+
+
+# ---------------------------------------------------------------- tokens
+
+def token_budget(embedder: Any, source: Path) -> dict[str, Any]:
+    """Tokens the model reads in the raw run and in ragqa's, and where ragqa's extra come from.
+    Counts include [CLS] and [SEP]; "read" is what fits the 256-token window."""
+    from ragqa.config import load_settings
+    from ragqa.corpus import read_sources
+    from ragqa.ingest import embedding_input, make_chunker
+
+    with tempfile.TemporaryDirectory() as home:
+        settings = load_settings({"RAGQA_HOME": home, "RAGQA_ENV_FILE": "/nonexistent"})
+    chunker = make_chunker(embedder, settings)
+    count = embedder.count_tokens
+    raw_read = past_window = titles = specials = overlap = ours_read = chunks = 0
+    for paper in read_sources([source]).papers:
+        whole = count(f"{paper.title}. {paper.text}") + 2
+        raw_read += min(whole, MAX_TOKENS)
+        pieces = chunker(paper)
+        chunks += len(pieces)
+        ours_read += sum(min(count(embedding_input(paper, c)) + 2, MAX_TOKENS) for c in pieces)
+        if len(pieces) == 1:
+            past_window += max(0, whole - MAX_TOKENS)
+            continue
+        text = count(paper.text)
+        title = 0 if paper.title_derived else count(f"{paper.title}.")
+        past_window += max(0, min(whole, title + text + 2) - MAX_TOKENS)
+        titles += title * (len(pieces) - 1)
+        specials += 2 * (len(pieces) - 1)
+        overlap += sum(count(c) for c in pieces) - text
+    return {"raw_tokens_read": raw_read, "ragqa_tokens_read": ours_read, "ragqa_chunks": chunks,
+            "extra": {"text past 256 tokens": past_window, "title on every chunk": titles,
+                      "overlap between chunks": overlap, "[CLS]/[SEP] of extra chunks": specials,
+                      "other (joins)": ours_read - raw_read - past_window - titles - overlap
+                      - specials}}
 
 
 # ---------------------------------------------------------------- running
 
-def run_benchmark(data: Path, n: int, repeats: int) -> dict[str, Any]:
-    from ragqa.config import load_settings
-    from ragqa.embeddings import LocalMiniLM, make_encoder
-
+def run_benchmark(data: Path, n: int, pairs: int, before: Path | None) -> dict[str, Any]:
     records = read_records(data, n)
     texts = [raw_input(r) for r in records]
     log(f"{len(records)} abstracts from {data}")
-
-    loaded = time.perf_counter()
-    raw = LocalMiniLM()
-    raw_load_s = time.perf_counter() - loaded
-    loaded = time.perf_counter()
-    with tempfile.TemporaryDirectory() as home:
-        ours = TimedEncoder(make_encoder(load_settings({"RAGQA_HOME": home,
-                                                        "RAGQA_ENV_FILE": "/nonexistent"})))
-    ours_load_s = time.perf_counter() - loaded
-    raw.embed(texts[:64])  # warm-up: first ONNX runs allocate
-    ours.embed(texts[:64])
-
-    raw_s: list[float] = []
-    our_runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ragqa-throughput-src-") as tmp:
         source = Path(tmp) / "papers.jsonl"
         source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                           encoding="utf-8")
-        for i in range(repeats):
-            order = ("raw", "ours") if i % 2 == 0 else ("ours", "raw")
-            for which in order:
-                if which == "raw":
-                    raw_s.append(time_raw(raw, texts))
-                    log(f"  repeat {i + 1}: raw  {raw_s[-1]:6.1f} s "
-                        f"({len(texts) / raw_s[-1]:.1f} papers/s)")
-                else:
-                    our_runs.append(time_ours(ours, source))
-                    s = our_runs[-1]["seconds"]
-                    log(f"  repeat {i + 1}: ours {s:6.1f} s ({len(texts) / s:.1f} papers/s)")
-
-    raw_median = statistics.median(raw_s)
-    our_median = statistics.median(r["seconds"] for r in our_runs)
-    chunks = our_runs[0]["chunks"]
-    raw_tokens, raw_dropped = token_counts(raw.count_tokens, texts)
-    our_tokens, our_dropped = token_counts(raw.count_tokens, our_runs[0]["texts"])
-    breakdown = {name: statistics.median(r["breakdown"][name] for r in our_runs)
-                 for name in our_runs[0]["breakdown"]}
-    return {
-        "data": str(data), "papers": len(records), "repeats": repeats,
-        "raw": {"seconds": [round(s, 2) for s in raw_s],
-                "papers_per_s": round(len(records) / raw_median, 2),
-                "texts": len(texts), "tokens_read": raw_tokens, "tokens_truncated": raw_dropped},
-        "ours": {"seconds": [round(r["seconds"], 2) for r in our_runs],
-                 "papers_per_s": round(len(records) / our_median, 2),
-                 "chunks": chunks, "chunks_per_paper": round(chunks / len(records), 3),
-                 "tokens_read": our_tokens, "tokens_truncated": our_dropped,
-                 "count_tokens_calls": our_runs[0]["count_calls"],
-                 "breakdown_s": {k: round(v, 2) for k, v in breakdown.items()},
-                 "store_open_s": round(statistics.median(r["store_open_s"] for r in our_runs),
-                                       3)},
-        "ratio": round(raw_median / our_median, 3),
-        # Each pair ran back to back, so its ratio is less exposed to load that drifts between
-        # repeats than the ratio of the medians.
-        "pair_ratios": [round(r / o["seconds"], 3) for r, o in zip(raw_s, our_runs, strict=True)],
-        "target": TARGET_RATIO,
-        "model_load_s": {"raw": round(raw_load_s, 2), "ours": round(ours_load_s, 2)},
-    }
+        result = run_pairs(source, texts, pairs, before)
+        tokens = token_budget(result.pop("_embedder"), source)
+    raw_s = statistics.median(result["raw"]["seconds"])
+    per_token = raw_s / tokens["raw_tokens_read"]
+    tokens["extra_s_estimated"] = {k: round(v * per_token, 2) for k, v in tokens["extra"].items()}
+    loaded = max(result["load_averages"]) > MAX_LOAD
+    return {"data": str(data), "papers": len(records), "pairs": pairs, "target": TARGET_RATIO,
+            "max_load": MAX_LOAD, "loaded": loaded,
+            "verdict": "LOADED, not a result" if loaded else "result", **result,
+            "tokens": tokens}
 
 
 def compare_batch_sizes(data: Path, n: int, repeats: int, sizes: list[int]) -> dict[str, Any]:
@@ -276,14 +273,19 @@ def compare_batch_sizes(data: Path, n: int, repeats: int, sizes: list[int]) -> d
     embedder = LocalMiniLM()
     embedder.embed(texts[:64])
     seconds: dict[int, list[float]] = {size: [] for size in sizes}
+    loads: list[float] = []
     for i in range(repeats):
         for size in sizes if i % 2 == 0 else sizes[::-1]:
             embedder.batch_size = size
+            loads.append(load_average())
             seconds[size].append(time_raw(embedder, texts))
-            log(f"  repeat {i + 1}: batch {size:>3} {seconds[size][-1]:6.1f} s")
+            log(f"  repeat {i + 1}: batch {size:>3} {seconds[size][-1]:6.1f} s, "
+                f"load {loads[-1]:.2f}")
     medians = {size: statistics.median(runs) for size, runs in seconds.items()}
     fastest = min(medians.values())
-    return {"papers": len(texts), "repeats": repeats,
+    loaded = max(loads) > MAX_LOAD
+    return {"papers": len(texts), "repeats": repeats, "load_averages": loads, "loaded": loaded,
+            "verdict": "LOADED, not a result" if loaded else "result",
             "batch_sizes": {str(size): {"seconds": [round(s, 2) for s in seconds[size]],
                                         "papers_per_s": round(len(texts) / medians[size], 2),
                                         "time_vs_fastest": round(medians[size] / fastest, 3)}
@@ -298,39 +300,58 @@ def log(message: str) -> None:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    raw, ours = result["raw"], result["ours"]
-    print(f"Ingest throughput: {result['papers']} abstracts, median of {result['repeats']} "
-          f"alternating repeats")
-    print(f"  {'':<28}{'raw embedder':>14}{'ragqa ingest':>14}")
-    print(f"  {'papers/s':<28}{raw['papers_per_s']:>14.2f}{ours['papers_per_s']:>14.2f}")
-    print(f"  {'texts embedded':<28}{raw['texts']:>14}{ours['chunks']:>14}")
-    print(f"  {'tokens read by the model':<28}{raw['tokens_read']:>14}{ours['tokens_read']:>14}")
-    print(f"  {'tokens cut by truncation':<28}{raw['tokens_truncated']:>14}"
-          f"{ours['tokens_truncated']:>14}")
-    verdict = "meets" if result["ratio"] >= result["target"] else "below"
-    pairs = ", ".join(f"{r:.3f}" for r in result["pair_ratios"])
-    print(f"  ratio ours/raw: {result['ratio']:.3f} ({verdict} the target {result['target']}; "
-          f"per pair {pairs}); {ours['chunks_per_paper']:.2f} chunks per paper")
-    total = statistics.fsum(ours["breakdown_s"].values())
-    print("  where ragqa ingest time goes (median seconds):")
-    for name, seconds in ours["breakdown_s"].items():
-        print(f"    {name:<16}{seconds:>8.2f}  {100 * seconds / total:5.1f} %")
-    print(f"  not counted: Store() open {ours['store_open_s']:.2f} s, model load "
-          f"{result['model_load_s']['ours']:.2f} s (once per process)")
+    kinds = [k for k in ("ragqa", "before") if k in result]
+    loads = ", ".join(f"{x:.2f}" for x in result["load_averages"])
+    print(f"Ingest throughput: {result['papers']} abstracts, median of {result['pairs']} "
+          f"alternating pairs -- {result['verdict']}")
+    print(f"  1-minute load average before each run: {loads} (a result needs <= "
+          f"{result['max_load']})")
+    print(f"  raw embedder: {result['raw']['papers_per_s']:.2f} papers/s (model load "
+          f"{result['raw']['model_load_s']:.2f} s, excluded)")
+    for kind in kinds:
+        row = result[kind]
+        pairs = ", ".join(f"{r:.3f}" for r in row["pair_ratios"])
+        label = "ragqa ingest" if kind == "ragqa" else "ragqa ingest, --before code"
+        meets = "meets" if row["ratio"] >= result["target"] else "below"
+        cpu_pairs = ", ".join(f"{r:.3f}" for r in row["cpu_pair_ratios"])
+        print(f"  {label}: {row['papers_per_s']:.2f} papers/s, ratio {row['ratio']:.3f} "
+              f"({meets} {result['target']}; pairs {pairs}), {row['chunks']} chunks; "
+              f"CPU-seconds ratio {row['cpu_ratio']:.3f} (pairs {cpu_pairs})")
+    names = list(dict.fromkeys(n for k in kinds for n in result[k]["phases_s"]))
+    if names:
+        print("  where ragqa's time goes (median seconds):")
+        print(f"    {'':<34}" + "".join(f"{k:>10}" for k in kinds))
+        for name in names:
+            print(f"    {name:<34}" + "".join(
+                f"{result[k]['phases_s'][name]:>10.2f}" if name in result[k]["phases_s"]
+                else f"{'-':>10}" for k in kinds))
+        print(f"    {'total (wall)':<34}" + "".join(
+            f"{statistics.median(result[k]['seconds']):>10.2f}" for k in kinds))
+    tokens = result["tokens"]
+    print(f"  tokens read by the model: raw {tokens['raw_tokens_read']}, ragqa "
+          f"{tokens['ragqa_tokens_read']} ({tokens['ragqa_chunks']} chunks); ragqa's extra, "
+          "with the embedding seconds they cost at the raw run's rate:")
+    for name, extra in tokens["extra"].items():
+        print(f"    {name:<34}{extra:>8}  ~{tokens['extra_s_estimated'][name]:.2f} s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=None,
                         help="mlconf corpus.jsonl.gz (default: ../shared/data/mlconf/...)")
-    parser.add_argument("--n", type=int, default=1000, help="abstracts to ingest (default 1000)")
-    parser.add_argument("--repeats", type=int, default=3, help="(raw, ours) pairs (default 3)")
+    parser.add_argument("--n", type=int, default=300, help="abstracts to ingest (default 300)")
+    parser.add_argument("--pairs", "--repeats", type=int, default=3,
+                        help="alternating (raw, ragqa) pairs (default 3)")
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="also time the ragqa of this checkout, in the same rotation")
     parser.add_argument("--batch-sizes", default="", metavar="1,8,32",
                         help="instead: time the raw embedder at each of these batch sizes")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args(argv)
-    if args.n < 1 or args.repeats < 1:
-        parser.error("--n and --repeats must be at least 1")
+    if args.n < 1 or args.pairs < 1:
+        parser.error("--n and --pairs must be at least 1")
+    if args.before is not None and not (args.before / "ragqa" / "__init__.py").is_file():
+        parser.error(f"--before {args.before}: no ragqa/ package there")
     try:
         sizes = [int(size) for size in args.batch_sizes.split(",") if size.strip()]
     except ValueError:
@@ -338,20 +359,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(size < 1 for size in sizes):
         parser.error("--batch-sizes must be at least 1")
 
-    data = args.data or DEFAULT_DATA / "mlconf" / "corpus.jsonl.gz"
+    data = args.data or next((place / "mlconf" / "corpus.jsonl.gz" for place in DATA_PLACES
+                              if (place / "mlconf" / "corpus.jsonl.gz").is_file()),
+                             DATA_PLACES[0] / "mlconf" / "corpus.jsonl.gz")
     if not data.is_file():
         print(f"mlconf data not found at {data}: skipping")
         return 0
     if sizes:
-        result = compare_batch_sizes(data, args.n, args.repeats, sizes)
+        result = compare_batch_sizes(data, args.n, args.pairs, sizes)
         if not args.json:
-            print(f"Raw embedder, {result['papers']} abstracts, median of {args.repeats}:")
+            print(f"Raw embedder, {result['papers']} abstracts, median of {args.pairs} -- "
+                  f"{result['verdict']}:")
             for size, row in result["batch_sizes"].items():
                 print(f"  batch {size:>4}: {row['papers_per_s']:6.2f} papers/s, "
                       f"time {row['time_vs_fastest']:.2f} x the fastest")
             return 0
     else:
-        result = run_benchmark(data, args.n, args.repeats)
+        result = run_benchmark(data, args.n, args.pairs, args.before)
         if not args.json:
             print_table(result)
             return 0

@@ -23,10 +23,12 @@ from ragqa import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from concurrent.futures import Future
 
     from ragqa.chat import Session, Turn
     from ragqa.config import Settings
     from ragqa.corpus import Paper
+    from ragqa.embeddings import Encoder
     from ragqa.retrieve import Filters, Retriever, SearchResult
     from ragqa.store import Store
 
@@ -56,18 +58,29 @@ def settings_for(collection: str | None) -> tuple[Settings, str]:
     return settings, name
 
 
-def open_store(settings: Settings, name: str) -> Store:
+def start_loading_encoder(settings: Settings) -> Future[Encoder]:
+    """The embedder, loading on a thread of its own (~0.5 s, mostly in onnxruntime's C++):
+    the caller reads its sources or imports chromadb meanwhile. Its errors come with
+    `.result()`."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ragqa.embeddings import make_encoder
 
-    # Loading the model (~0.5 s, mostly in onnxruntime's C++) and importing chromadb (~1 s)
-    # overlap when done side by side: a cold `ragqa search` starts 0.4 s sooner.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        loading = pool.submit(make_encoder, settings)
-        import chromadb  # noqa: F401 - the slow import, meanwhile
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragqa-model-load")
+    loading = pool.submit(make_encoder, settings)
+    pool.shutdown(wait=False)
+    return loading
 
-        encoder = loading.result()
+
+def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = None
+               ) -> Store:
+    """The collection's Store; `loading`, an encoder already loading (start_loading_encoder)."""
+    # Loading the model and importing chromadb (~1 s) overlap when done side by side: a cold
+    # `ragqa search` starts 0.4 s sooner.
+    loading = loading or start_loading_encoder(settings)
+    import chromadb  # noqa: F401 - the slow import, meanwhile
+
+    encoder = loading.result()
     from ragqa.store import Store
 
     return Store(settings, name, encoder)

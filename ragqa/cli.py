@@ -134,7 +134,7 @@ def ingest(
 ) -> None:
     """Add abstracts to a collection: incremental, idempotent, safe to interrupt."""
     from ragqa.corpus import read_sources
-    from ragqa.ingest import ingest_sources
+    from ragqa.ingest import PHASES, ingest_sources
     from ragqa.resources import seed_files
 
     out = _renderer()
@@ -145,17 +145,22 @@ def ingest(
                              "ICML 2026 abstracts")
         settings, name = _settings(collection)
         selection = _selection(where, limit, prune)
-        with out.status(enabled=not quiet and not as_json) as show:
+        # The model loads while the sources are read; the store opens (and writes) only once
+        # they have all parsed.
+        loading = operations.start_loading_encoder(settings)
+        with PHASES.phase("reading"), out.status(enabled=not quiet and not as_json) as show:
             read = read_sources(sources, skip_bad=skip_bad, selection=selection, on_progress=(
                 lambda n, kept: show(f"Reading: {n:,} records read, {kept:,} kept"))
             ) if sources else None
-        store = _open_store(settings, name)
+        with PHASES.phase("opening the store"):
+            store = _open_store(settings, name, loading)
         progress = out.ingest_progress(enabled=not quiet and not as_json)
         report = ingest_sources(store, read, prune=prune, rebuild=rebuild, progress=progress)
         if as_json:
             out.json(asdict(report))
         else:
             out.ingest_report(report, quiet)
+        PHASES.write()
 
 
 def _check_out_file(option: str, path: Path | None) -> None:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,9 +28,12 @@ from ragqa.embeddings import Encoder
 from ragqa.store import PaperState, Store, chunk_metadata, local_dir
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ragqa.config import Settings
 
 PAPERS_PER_BATCH = 256  # one upsert each; big enough that length-sorted batches pad little
+WRITES_AHEAD = 2  # embedded batches that may wait for the writer: bounds the memory they hold
 REBUILD_SUFFIX = "__rebuild"
 BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieve.py)
 
@@ -64,6 +70,41 @@ class IngestReport:
     lexical_rebuilt: bool = False
     seconds: float = 0.0
     skipped_messages: list[str] = field(default_factory=list)
+
+
+class Phases:
+    """Seconds spent in each phase of one ingest process, for bench/ingest_throughput.py: with
+    RAGQA_PROFILE_INGEST=FILE set, `ragqa ingest` writes them to FILE as JSON when it ends. Off
+    (the default), `phase()` hands back one shared do-nothing context: no clock is read."""
+
+    _OFF = contextlib.nullcontext()
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.started = time.time()  # wall clock: the benchmark knows when it started the process
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()  # the writer thread adds its phases too
+
+    def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self._timed(name) if self.path else self._OFF
+
+    @contextlib.contextmanager
+    def _timed(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - began
+
+    def write(self) -> None:
+        if self.path:
+            Path(self.path).write_text(json.dumps(
+                {"started": self.started, "ended": time.time(), "seconds": self.seconds}),
+                encoding="utf-8")
+
+
+PHASES = Phases(os.environ.get("RAGQA_PROFILE_INGEST", ""))
 
 
 class Progress:
@@ -255,23 +296,124 @@ def _pause_for_tests(stage: str) -> None:
         sys.stdin.readline()
 
 
-def _embed_and_upsert(store: Store, chunker: Callable[[Paper], list[str]],
-                      papers: list[Paper]) -> int:
-    ids, inputs, documents, metadatas = [], [], [], []
-    for paper in papers:
-        chunks = chunker(paper)
-        for i, chunk in enumerate(chunks):
-            ids.append(f"{paper.paper_id}::{i}")
-            inputs.append(embedding_input(paper, chunk))
-            documents.append(chunk)
-            metadatas.append(chunk_metadata(paper, i, len(chunks)))
-    vectors = store.encoder.embed(inputs)
-    store.upsert(ids, vectors, documents, metadatas)
-    return len(ids)
+@dataclass
+class _Batch:
+    """One batch of papers, chunked, then embedded: one upsert."""
+
+    papers: list[Paper]
+    ids: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)  # what is embedded: title + chunk
+    documents: list[str] = field(default_factory=list)
+    metadatas: list[dict] = field(default_factory=list)
+    vectors: np.ndarray | None = None
 
 
-def sync_lexical(store: Store, states: dict[str, PaperState] | None = None) -> bool:
-    """Rebuild the BM25 snapshot if it does not match Chroma. Returns whether it rebuilt."""
+def _chunk(chunker: Callable[[Paper], list[str]], papers: list[Paper]) -> _Batch:
+    batch = _Batch(papers)
+    with PHASES.phase("chunking"):
+        for paper in papers:
+            chunks = chunker(paper)
+            for i, chunk in enumerate(chunks):
+                batch.ids.append(f"{paper.paper_id}::{i}")
+                batch.inputs.append(embedding_input(paper, chunk))
+                batch.documents.append(chunk)
+                batch.metadatas.append(chunk_metadata(paper, i, len(chunks)))
+    return batch
+
+
+class _Writer:
+    """The Chroma upserts, on a thread of their own, so that the next batch embeds meanwhile.
+
+    One thread, a FIFO queue: batches are written in the order they were embedded, each in one
+    `Store.upsert` (chunk 0 of each paper last, so kill -9 safety is that of a single upsert).
+    At most WRITES_AHEAD embedded batches wait. The first failure stops the writing; the main
+    thread raises it at its next `put` or at `close`. `close` waits for every batch handed
+    over: what was embedded before a failure elsewhere (the embedder, Ctrl-C) is kept.
+
+    Once a batch is written, the writer also works out its papers' BM25 terms into
+    `known_terms`, for the snapshot written at the end (`sync_lexical`)."""
+
+    def __init__(self, store: Store, known_terms: dict[str, tuple[str, list[str]]] | None
+                 ) -> None:
+        self._store = store
+        self._known_terms = known_terms
+        self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=WRITES_AHEAD)
+        self._error: BaseException | None = None
+        # A daemon: a writer stuck in Chroma must not keep a Ctrl-C'd process alive.
+        self._thread = threading.Thread(target=self._run, name="ragqa-ingest-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            if self._error is not None:
+                continue  # drain, so that `put` never blocks on a dead writer
+            try:
+                with PHASES.phase("chroma upserts"):
+                    self._store.upsert(batch.ids, batch.vectors, batch.documents,
+                                       batch.metadatas)
+                    if self._store.encoder.dimension:
+                        self._store.record_dimension(self._store.encoder.dimension)
+                _pause_for_tests("upserted")
+                if self._known_terms is not None:
+                    with PHASES.phase("bm25: terms, while embedding"):
+                        for paper in batch.papers:
+                            self._known_terms[paper.paper_id] = lexical.document_terms(paper)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+                self._error = exc
+
+    def check(self) -> None:
+        """Raise the writer's failure, if it had one."""
+        if self._error is not None:
+            raise self._error
+
+    def put(self, batch: _Batch) -> None:
+        self.check()
+        with PHASES.phase("waiting for the writer"):
+            self._queue.put(batch)
+
+    def close(self, check: bool = True) -> None:
+        with PHASES.phase("waiting for the writer"):
+            self._queue.put(None)
+            self._thread.join()
+        if check:
+            self.check()
+
+
+def _embed_and_store(store: Store, papers: list[Paper], progress: Progress,
+                     known_terms: dict[str, tuple[str, list[str]]] | None) -> int:
+    """Chunk, embed and upsert `papers`, PAPERS_PER_BATCH at a time; returns the chunks."""
+    chunker = make_chunker(store.encoder, store.settings)
+    store.collection(create=True)
+    writer = _Writer(store, known_terms)
+    batches = [papers[i : i + PAPERS_PER_BATCH] for i in range(0, len(papers), PAPERS_PER_BATCH)]
+    chunks = 0
+    try:
+        ahead = _chunk(chunker, batches[0])
+        for i in range(len(batches)):
+            writer.check()  # a failed write: embed nothing more
+            _pause_for_tests("embedding")
+            with PHASES.phase("embedding"):
+                ahead.vectors = store.encoder.embed(ahead.inputs)
+            # The next batch is chunked before this one goes to the writer: chunking is Python
+            # that needs the GIL, as the writer does; the embedder mostly runs without it.
+            embedded = ahead
+            if i + 1 < len(batches):
+                ahead = _chunk(chunker, batches[i + 1])
+            writer.put(embedded)
+            chunks += len(embedded.ids)
+            progress.advance(len(embedded.papers))
+    except BaseException:
+        writer.close(check=False)  # the error in hand is the one to show
+        raise
+    writer.close()
+    return chunks
+
+
+def sync_lexical(store: Store, states: dict[str, PaperState] | None = None,
+                 known_terms: dict[str, tuple[str, list[str]]] | None = None) -> bool:
+    """Rebuild the BM25 snapshot if it does not match Chroma. Returns whether it rebuilt.
+    `known_terms`: BM25 terms of papers worked out already (see lexical.write_snapshot)."""
     folder = local_dir(store.settings, store.name)
     if states is None:
         states = store.paper_states() if store.exists() else {}
@@ -284,9 +426,11 @@ def sync_lexical(store: Store, states: dict[str, PaperState] | None = None) -> b
     if current and current.get("fingerprint") == fp and (folder / current["dir"]).is_dir():
         return False
     complete = {pid for pid, s in states.items() if s.complete}
-    papers = [p for p in store.iter_papers() if p.paper_id in complete] if complete else []
-    background = store.sample_vectors(complete, BACKGROUND_SAMPLE) if complete else None
-    lexical.write_snapshot(folder, papers, fp, background)
+    with PHASES.phase("bm25: reading chroma"):
+        papers = [p for p in store.iter_papers() if p.paper_id in complete] if complete else []
+        background = store.sample_vectors(complete, BACKGROUND_SAMPLE) if complete else None
+    with PHASES.phase("bm25: writing the snapshot"):
+        lexical.write_snapshot(folder, papers, fp, background, known_terms)
     return True
 
 
@@ -298,26 +442,20 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     progress = progress or Progress()
     report = IngestReport(collection=store.name)
     progress.stage("Comparing with the index")
-    states = store.paper_states() if store.exists() else {}
-    plan = plan_changes(papers, states, prune)
+    with PHASES.phase("comparing with the index"):
+        states = store.paper_states() if store.exists() else {}
+        plan = plan_changes(papers, states, prune)
     if plan.to_delete:
         progress.stage(f"Removing {len(plan.to_delete)} outdated papers")
         store.delete_papers(plan.to_delete)
         _pause_for_tests("deleted")
     if plan.moved:
         store.update_places(plan.moved)
+    # The papers' BM25 terms, worked out by the writer while the next batch embeds.
+    known_terms: dict[str, tuple[str, list[str]]] | None = {} if lexical_index else None
     if plan.to_embed:
-        chunker = make_chunker(store.encoder, store.settings)
-        store.collection(create=True)
         progress.start(len(plan.to_embed))
-        for start in range(0, len(plan.to_embed), PAPERS_PER_BATCH):
-            batch = plan.to_embed[start : start + PAPERS_PER_BATCH]
-            _pause_for_tests("embedding")
-            report.chunks += _embed_and_upsert(store, chunker, batch)
-            if store.encoder.dimension:
-                store.record_dimension(store.encoder.dimension)
-            progress.advance(len(batch))
-            _pause_for_tests("upserted")
+        report.chunks = _embed_and_store(store, plan.to_embed, progress, known_terms)
         progress.finish()
     replaced = {pid for pid in plan.to_delete if pid in states and states[pid].complete}
     embedded = {p.paper_id for p in plan.to_embed}
@@ -327,10 +465,11 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     report.moved, report.unchanged = plan.places_changed, plan.unchanged
     report.not_in_sources = plan.not_in_sources
     changed = plan.to_delete or plan.moved or plan.to_embed
-    final_states = (store.paper_states() if store.exists() else {}) if changed else states
+    with PHASES.phase("rescan"):
+        final_states = (store.paper_states() if store.exists() else {}) if changed else states
     if lexical_index:
         progress.stage("Updating the BM25 index")
-        report.lexical_rebuilt = sync_lexical(store, final_states)
+        report.lexical_rebuilt = sync_lexical(store, final_states, known_terms)
     report.papers_total = sum(1 for s in final_states.values() if s.complete)
     report.seconds = time.perf_counter() - started
     return report

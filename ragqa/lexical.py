@@ -18,8 +18,9 @@ import os
 import re
 import shutil
 import sqlite3
+import sys
 import time
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import asdict
 from pathlib import Path
 
@@ -91,6 +92,24 @@ def terms(text: str, query: bool = False) -> list[str]:
 def paper_document(paper: Paper) -> str:
     """What BM25 sees of a paper: a real title counts with the text; a derived one is in it."""
     return paper.text if paper.title_derived else f"{paper.title}\n{paper.text}"
+
+
+def _digest(document: str) -> str:
+    return hashlib.blake2b(document.encode(), digest_size=16).hexdigest()
+
+
+def document_terms(paper: Paper) -> tuple[str, list[str]]:
+    """(a digest of the paper's document, its terms): what `write_snapshot` can use instead of
+    working the terms out again, as long as the document is the same. The terms are interned:
+    they repeat, and thousands of papers' would take hundreds of MB as separate strings."""
+    document = paper_document(paper)
+    return _digest(document), [sys.intern(t) for t in terms(document)]
+
+
+def _terms_of(paper: Paper, known_terms: Mapping[str, tuple[str, list[str]]]) -> list[str]:
+    document = paper_document(paper)
+    known = known_terms.get(paper.paper_id)
+    return known[1] if known and known[0] == _digest(document) else terms(document)
 
 
 class LexicalIndex:
@@ -329,18 +348,20 @@ def _position(source: str) -> tuple[str, int]:
 
 
 def write_snapshot(folder: Path, papers: list[Paper], fp: str,
-                   background: np.ndarray | None = None) -> Path:
+                   background: np.ndarray | None = None,
+                   known_terms: Mapping[str, tuple[str, list[str]]] | None = None) -> Path:
     """Write a new snapshot, switch CURRENT to it atomically, then remove older ones.
 
     `background` is a sample of the collection's vectors: retrieve.py measures how unusual a
-    paper's similarity to a question is against it (the relevance cut)."""
+    paper's similarity to a question is against it (the relevance cut). `known_terms`: paper id
+    -> `document_terms` of papers worked out beforehand (ingest does it while it embeds)."""
     folder.mkdir(parents=True, exist_ok=True)
     previous = (read_current(folder) or {}).get("dir")
     name = f"snap-{fp[:12]}-{time.time_ns()}"
     work = folder / f".tmp-{name}"
     work.mkdir()
     try:
-        _write_files(work, papers, background)
+        _write_files(work, papers, background, known_terms or {})
         os.replace(work, folder / name)
         _write_atomically(folder / CURRENT, json.dumps(
             {"dir": name, "fingerprint": fp, "papers": len(papers)}))
@@ -361,7 +382,8 @@ def _categories(extra: dict) -> set[str]:
     return {c.lower() for c in split_categories(extra.get("categories", ""))}
 
 
-def _write_files(work: Path, papers: list[Paper], background: np.ndarray | None) -> None:
+def _write_files(work: Path, papers: list[Paper], background: np.ndarray | None,
+                 known_terms: Mapping[str, tuple[str, list[str]]]) -> None:
     import bm25s
 
     with contextlib.closing(sqlite3.connect(work / "papers.sqlite")) as db:
@@ -377,7 +399,7 @@ def _write_files(work: Path, papers: list[Paper], background: np.ndarray | None)
         db.commit()
     if papers:
         retriever = bm25s.BM25(k1=1.2, b=0.75)
-        retriever.index([terms(paper_document(p)) for p in papers], show_progress=False)
+        retriever.index([_terms_of(p, known_terms) for p in papers], show_progress=False)
         retriever.save(str(work / "bm25"))
     if background is not None and len(background):
         np.save(work / "background.npy", background.astype(np.float32))
