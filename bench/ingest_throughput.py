@@ -18,9 +18,12 @@ with it: less moved by load, but blind to work overlapped on two threads.
 DIR`), in the same rotation: before and after side by side. A ragqa older than the
 RAGQA_PROFILE_INGEST hook gives its total and ratio only, no phases.
 
-The 1-minute load average is read before every run. Above 0.5 the figures are printed, labelled
-"LOADED, not a result": load slows the raw embedder more than ragqa's other work, so a loaded
-ratio flatters ragqa (issue 18). The exit code is 0 either way.
+The machine must be quiet: a 1-minute load average of at most 0.5 before the first run, and,
+during every run, other processes using at most 0.1 of a core (the machine's busy CPU time from
+/proc/stat less the run's own; the benchmark's own runs raise the load average, which says
+nothing about anyone else). Otherwise the figures are printed, labelled "LOADED, not a result":
+load slows the raw embedder more than ragqa's other work, so a loaded ratio flatters ragqa
+(issue 18). The exit code is 0 either way.
 
 Where ragqa's time goes comes from the process itself: with RAGQA_PROFILE_INGEST=FILE, ingest
 writes the seconds of each phase as JSON (ragqa/ingest.py, `Phases`; off by default, no cost).
@@ -61,6 +64,8 @@ DATA_PLACES = [Path(__file__).resolve().parents[i] / "shared" / "data" for i in 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 0.9
 MAX_LOAD = 0.5
+# Other processes may use at most this share of a core during a run (busy_cpu_seconds).
+MAX_OTHERS = 0.1
 MAX_TOKENS = 256  # MiniLM's window: what the embedder actually reads of a text
 
 # Phases of the ingest process, in the order they happen (names as ragqa/ingest.py's Phases).
@@ -92,6 +97,17 @@ def raw_input(record: dict[str, Any]) -> str:
 
 def load_average() -> float:
     return os.getloadavg()[0]
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has been busy (all cores, /proc/stat), 0 where unknown."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return 0.0
+    ticks = [int(x) for x in fields]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------- the runs
@@ -156,6 +172,7 @@ def run_pairs(source: Path, texts: list[str], pairs: int, before: Path | None
     from ragqa.embeddings import LocalMiniLM
 
     loads: list[float] = []
+    others: list[float] = []
     loaded = time.perf_counter()
     raw = LocalMiniLM()
     model_load_s = time.perf_counter() - loaded
@@ -167,21 +184,26 @@ def run_pairs(source: Path, texts: list[str], pairs: int, before: Path | None
     for i in range(pairs):
         for kind in kinds[i % len(kinds):] + kinds[: i % len(kinds)]:  # rotate the order
             loads.append(load_average())
+            busy = busy_cpu_seconds()
             if kind == "raw":
                 seconds, cpu = time_raw_cpu(raw, texts)
                 runs["raw"].append(seconds)
                 raw_cpu.append(cpu)
             else:
                 runs[kind].append(time_ingest(source, None if kind == "ragqa" else before))
-                seconds = runs[kind][-1]["seconds"]
+                seconds, cpu = runs[kind][-1]["seconds"], runs[kind][-1]["cpu_s"]
+            # What other processes used while this run ran, as cores: the benchmark's own runs
+            # raise the load average, which says nothing about anyone else.
+            others.append(max(0.0, busy_cpu_seconds() - busy - cpu) / seconds)
             log(f"  pair {i + 1}: {kind:<6} {seconds:6.1f} s ({len(texts) / seconds:5.1f} "
-                f"papers/s), load {loads[-1]:.2f}")
+                f"papers/s), load {loads[-1]:.2f}, other processes {others[-1]:.2f} cores")
     result: dict[str, Any] = {
         "raw": {"seconds": [round(s, 2) for s in runs["raw"]],
                 "papers_per_s": round(len(texts) / statistics.median(runs["raw"]), 2),
                 "cpu_s": [round(s, 2) for s in raw_cpu],
                 "model_load_s": round(model_load_s, 2)},
         "load_averages": [round(x, 2) for x in loads],
+        "other_processes_cores": [round(x, 3) for x in others],
     }
     for kind in kinds[1:]:
         result[kind] = summarise(runs[kind], runs["raw"], raw_cpu, len(texts))
@@ -259,7 +281,10 @@ def run_benchmark(data: Path, n: int, pairs: int, before: Path | None) -> dict[s
     raw_s = statistics.median(result["raw"]["seconds"])
     per_token = raw_s / tokens["raw_tokens_read"]
     tokens["extra_s_estimated"] = {k: round(v * per_token, 2) for k, v in tokens["extra"].items()}
-    loaded = max(result["load_averages"]) > MAX_LOAD
+    # Quiet: the machine was idle when the benchmark began, and no other process took more
+    # than MAX_OTHERS of a core during any run.
+    loaded = result["load_averages"][0] > MAX_LOAD \
+        or max(result["other_processes_cores"]) > MAX_OTHERS
     return {"data": str(data), "papers": len(records), "pairs": pairs, "target": TARGET_RATIO,
             "max_load": MAX_LOAD, "loaded": loaded,
             "verdict": "LOADED, not a result" if loaded else "result", **result,
@@ -304,8 +329,12 @@ def print_table(result: dict[str, Any]) -> None:
     loads = ", ".join(f"{x:.2f}" for x in result["load_averages"])
     print(f"Ingest throughput: {result['papers']} abstracts, median of {result['pairs']} "
           f"alternating pairs -- {result['verdict']}")
+    others = ", ".join(f"{x:.2f}" for x in result.get("other_processes_cores", []))
     print(f"  1-minute load average before each run: {loads} (a result needs <= "
-          f"{result['max_load']})")
+          f"{result['max_load']} before the first)")
+    if others:
+        print(f"  other processes during each run, in cores: {others} (a result needs <= "
+              f"{MAX_OTHERS} in every run)")
     print(f"  raw embedder: {result['raw']['papers_per_s']:.2f} papers/s (model load "
           f"{result['raw']['model_load_s']:.2f} s, excluded)")
     for kind in kinds:
