@@ -467,6 +467,12 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedT
     return CheckedText("\n\n".join(lines), citations, 0)
 
 
+def _measure_asked(question: str) -> set[str]:
+    """The terms of the measure a quantity question names ("speedup", "share"), if any."""
+    quantity = _QUANTITY.search(question)
+    return set(lexical.terms(quantity.group(1))) if quantity and quantity.group(1) else set()
+
+
 def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarray:
     """Word overlap of each sentence with the question (stemmed, stop words out), per square
     root of its length; a sentence with a figure counts more when the question asks for a
@@ -474,7 +480,7 @@ def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarr
     speedup of …")."""
     terms = set(lexical.terms(question, query=True))
     quantity = _QUANTITY.search(question)
-    measure = set(lexical.terms(quantity.group(1))) if quantity and quantity.group(1) else set()
+    measure = _measure_asked(question)
     # A share is written as a percentage: "solving 96.6% of the puzzles" names the measure.
     percent = bool(measure & _SHARE_MEASURES)
     scores = np.zeros(len(sentences))
@@ -504,7 +510,7 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
     quantity = _QUANTITY.search(question)
     if quantity:  # a figure is asked for: only a sentence with one holds it
         candidates = [c for c in candidates if _FIGURE.search(strip_marks(c[2]))] or candidates
-        if set(lexical.terms(quantity.group(1) or "")) & _SHARE_MEASURES:  # a percentage
+        if _measure_asked(question) & _SHARE_MEASURES:  # a share: only a percentage holds it
             candidates = [c for c in candidates if "%" in strip_marks(c[2])] or candidates
     candidates = candidates[:READ_SENTENCES]
     if not candidates:

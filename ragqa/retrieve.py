@@ -311,13 +311,19 @@ def topic_of(question: str) -> str:
     taken apart by ragqa.question (its topic, without the examples); a claim keeps its words."""
     if is_list_question(question):
         return understand(question).topic
-    described = _ONE_PAPER_FRAME.match(question)
-    if described and len(described.group(1).split()) >= 2:
-        # "What does the paper on the training dynamics of wide networks introduce?": the
-        # paper is searched by what describes it.
-        return described.group(1)
+    described = described_paper(question)
+    if described:
+        return described
     topic = _QUESTION_FRAME.sub("", question, count=1).strip().rstrip("?.! ")
     return topic if len(topic) >= 3 else question.strip()
+
+
+def described_paper(question: str) -> str | None:
+    """"What does the paper on the training dynamics of wide networks introduce?" -> what
+    describes the one paper asked about, which is what to search for it by (None if the
+    question is not put so)."""
+    described = _ONE_PAPER_FRAME.match(question)
+    return described.group(1) if described and len(described.group(1).split()) >= 2 else None
 
 
 class Retriever:
@@ -370,7 +376,7 @@ class Retriever:
             hits = self.decide_list(query, hits, rule, word_rules) if cut else rule.rank(hits)
         else:
             vector = self.store.encoder.embed([topic_of(query)])[0]
-            words = _ONE_PAPER_FRAME.sub(r"\1", query)  # a paper's description, if that
+            words = described_paper(query) or query
             query_terms = self.lexical.query_terms(words)
             hits = self._fuse(self._dense(vector, n, filters),
                               self.lexical.search(words, n, allowed))
@@ -467,7 +473,6 @@ class Retriever:
         collection holds ("greenhouse tomato irrigation") has no three. `word_rules=False`
         (a machine translation: its words are not the user's) leaves the model alone."""
         if word_rules and self.names_unknown_subject(query):
-            model.rank(hits)
             return []
         kept = model.keep(hits)
         if kept or not word_rules:

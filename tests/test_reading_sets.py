@@ -68,9 +68,9 @@ def test_the_checker_catches_a_wrong_phrase_and_a_present_term(papers):
     broken = copy.deepcopy(DATA)
     broken["facts"][0]["phrase"] = "12345.6%"
     broken["near_misses"][0]["absent_terms"].append("convolutional")
-    broken["near_hits"][0]["paper_ids"].append("icml2019-1")
+    broken["near_hits"][0]["paper_ids"].append("acl2022-1")
     problems = CHECK.check(broken, papers)
     assert len(problems) == 3
     assert "'12345.6%' is not in the abstract" in problems[0]
     assert "'convolutional' occurs in" in problems[1]
-    assert "icml2019-1 is not a paper of the slice" in problems[2]
+    assert "acl2022-1 is not a paper of the slice" in problems[2]
