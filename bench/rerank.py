@@ -6,9 +6,17 @@ paper's best logit is mixed with the hybrid score. The mix weight is chosen on S
 claims and reported on the test claims, with and without reranking, with the time it costs.
 
     python bench/rerank.py --home DIR [--depth 20] [--sentences 2] [--limit N]
+    python bench/rerank.py --reading seeds --home DIR [--collection seeds]
+    python bench/rerank.py --reading nips2018 --home DIR [--collection nips2018]
 
 DIR is a RAGQA_HOME holding the `scifact` collection (`python bench/scifact.py --home DIR`
 builds it). Prints one table; `--json` for the figures.
+
+`--reading SET` measures the same reranking on the fact questions of bench/reading/SET.json
+(issue 13's dev sets; the collection must hold that set's papers, as bench/reading/eval.py
+builds it): the share of facts whose right paper comes first, without reranking and at each
+weight (the weight SciFact's train claims choose is the one to read; the others show the
+range, not a choice made on these questions).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import numpy as np
 from ragqa.evaluate import mean_metrics, read_qrels
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+READING = Path(__file__).resolve().parent / "reading"
 WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 
 
@@ -70,6 +79,29 @@ def reranked(runs, weight: float) -> dict[str, list[str]]:
     return out
 
 
+def reading_first(retriever, set_name: str, depth: int, sentences: int) -> dict:
+    """Right paper first, per weight, over the set's fact questions (candidates as `ask` finds
+    them, no cut: a fact question's hits before the cut)."""
+    facts = json.loads((READING / f"{set_name}.json").read_text(encoding="utf-8"))["facts"]
+    claims = {str(i): fact["question"] for i, fact in enumerate(facts)}
+    runs, seconds = candidates(retriever, claims, depth, sentences)
+    titles = {}
+    for qid, (ids, _, _) in runs.items():
+        titles[qid] = {pid: p.title for pid, p in zip(
+            ids, retriever.lexical.papers_by_index(
+                [retriever.lexical.index_of(pid) for pid in ids]), strict=True)}
+
+    def right(qid: str, first: str) -> bool:
+        fact = facts[int(qid)]
+        return first == fact.get("paper_id") or titles[qid][first] == fact.get("title")
+
+    first = {str(w): round(float(np.mean([right(q, ids[0]) for q, ids in
+                                          reranked(runs, w).items() if ids])), 3)
+             for w in WEIGHTS}
+    return {"facts": len(facts), "rerank_ms_p50": round(1000 * float(np.median(seconds)), 1),
+            "right_paper_first": first}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, required=True)
@@ -77,7 +109,12 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="at most N claims per split")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--reading", choices=("seeds", "nips2018"),
+                        help="the fact questions of bench/reading/SET.json instead of SciFact")
+    parser.add_argument("--collection", help="with --reading: the collection (default SET)")
     args = parser.parse_args()
+    if args.reading:
+        return main_reading(args)
     if not (DATA / "queries.jsonl").is_file():
         print(f"skipped: no SciFact data at {DATA}")
         return 0
@@ -114,6 +151,25 @@ def main() -> int:
                   + ", ".join(f"w={w}: {v}" for w, v in r["ndcg@10"].items()))
         print(f"weight chosen on train: {best}; test nDCG@10 {report['test_without']} without, "
               f"{report['test_with']} with reranking")
+    return 0
+
+
+def main_reading(args) -> int:  # noqa: ANN001
+    from ragqa.config import load_settings
+    from ragqa.embeddings import make_encoder
+    from ragqa.retrieve import Retriever
+    from ragqa.store import Store
+
+    settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
+    store = Store(settings, args.collection or args.reading, make_encoder(settings))
+    report = {"set": args.reading, "depth": args.depth, "sentences": args.sentences,
+              **reading_first(Retriever(store), args.reading, args.depth, args.sentences)}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{args.reading}: {report['facts']} facts, rerank p50 {report['rerank_ms_p50']} ms;"
+              " right paper first: " + ", ".join(
+                  f"w={w}: {v}" for w, v in report["right_paper_first"].items()))
     return 0
 
 
