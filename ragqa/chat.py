@@ -172,11 +172,14 @@ def offline_standalone(question: str, session: Session, papers: list[str]) -> st
     rest = frame.sub("", question)
     if rest != question:  # "Which of them uses X?" -> "Which of the papers A and B uses X?"
         return message("chat.which_of", language, subject=subject, rest=rest)
-    replaced = ordinal.sub(subject, question)
+    # Chinese sets Latin names apart from the characters that follow them: "论文 CEITNet 提出了…"
+    spaced = (lambda m: subject if m.end() == len(m.string) or not m.string[m.end()].isalnum()
+              else subject + " ") if language == "Chinese" else (lambda m: subject)
+    replaced = ordinal.sub(spaced, question)
     if replaced == question:
-        replaced = plural.sub(subject, question, count=1)
+        replaced = plural.sub(spaced, question, count=1)
     if replaced == question:
-        replaced = singular.sub(subject, question, count=1)
+        replaced = singular.sub(spaced, question, count=1)
     return replaced
 
 

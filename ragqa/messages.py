@@ -75,7 +75,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         # ------------------------------------------------ summaries
         "summary.title": "Summary: {topic}",
         "summary.title_all": "Summary of the collection",
-        "summary.theme": "{name} ({size} papers)",
+        "summary.theme": {"one": "{name} ({count} paper)", "other": "{name} ({count} papers)"},
         "summary.references": "References",
         "summary.overview": "{count} papers on “{topic}” fall into {themes}: {parts}.",
         "summary.overview_all": "{count} papers in the collection fall into {themes}: {parts}.",
@@ -133,7 +133,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "list.and": " 和 ",
         "summary.title": "综述：{topic}",
         "summary.title_all": "论文库综述",
-        "summary.theme": "{name}（{size} 篇论文）",
+        "summary.theme": {"other": "{name}（{count} 篇论文）"},
         "summary.references": "参考文献",
         "summary.overview": "与“{topic}”相关的 {count} 篇论文可分为 {themes}：{parts}。",
         "summary.overview_all": "论文库中的 {count} 篇论文可分为 {themes}：{parts}。",

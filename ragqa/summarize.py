@@ -446,7 +446,7 @@ def title_of(summary: Summary) -> str:
 
 
 def theme_heading(theme: Theme, language: str) -> str:
-    return message("summary.theme", language, name=theme.name, size=theme.size)
+    return message("summary.theme", language, count=theme.size, name=theme.name)
 
 
 def as_json(summary: Summary) -> dict:
