@@ -11,9 +11,13 @@ import json
 import re
 import string
 
+import pytest
+
 from ragqa.messages import CATALOGUE, CHINESE, ENGLISH, message, shown_topic
 
 from .conftest import FULL_DUPLEX
+from .llm_server import Reply, prompt_of
+from .test_ask import _llm_env, _source_numbers
 
 ABSENT_ZH = "量子计算的论文有哪些？"  # "which papers are on quantum computing?": none are
 MIXED_ZH = "哪些论文研究 full-duplex speech？"
@@ -123,6 +127,52 @@ def test_english_frames_and_json_keys_are_unchanged(seeded):
     shown = seeded("ask", FULL_DUPLEX)
     assert "Extractive answer (no LLM configured)" in shown.stdout
     assert "References" in shown.stdout and not HAN.search(shown.stdout.replace("论文列表", ""))
+
+
+# ---------------------------------------------------------------- with an LLM
+
+FULL_DUPLEX_ZH = "哪些论文研究全双工语音？"
+
+
+def _translated_then(answer_reply):
+    """The loopback model's replies: the translation of the question, then `answer_reply`
+    (a function of the answer prompt's sources, title -> n)."""
+    def reply(body: dict) -> Reply:
+        prompt = prompt_of(body)
+        if prompt.rstrip().endswith("English:"):
+            return Reply(FULL_DUPLEX)
+        return Reply(answer_reply(_source_numbers(prompt)))
+    return reply
+
+
+@pytest.mark.server
+def test_a_written_chinese_answer_has_chinese_frames_around_it(seeded, llm_server):
+    llm_server.reply = _translated_then(
+        lambda n: f"Moshi-RAG 将紧凑的全双工接口与选择性检索相结合 [{n['Moshi-RAG']}]。")
+    env = _llm_env(llm_server)
+    answer = _json(seeded("ask", FULL_DUPLEX_ZH, "--json", **env))
+    assert answer["language"] == "Chinese" and answer["mode"] == "llm"
+    assert answer["retrieval_query"] == FULL_DUPLEX
+    assert answer["labels"]["header"] == f"回答由 {answer['model']} 撰写；引用已核对。"
+    # The model left papers out: they are appended under the Chinese heading, quoted in English.
+    head, also = answer["answer"].split("\n\n其他相关论文：\n")
+    assert head.startswith("Moshi-RAG 将紧凑的全双工接口") and also.startswith("- **")
+    assert "Also relevant" not in answer["answer"]
+    shown = seeded("ask", FULL_DUPLEX_ZH, **env)
+    text = " ".join(shown.stdout.split())
+    assert f"回答由 {answer['model']} 撰写；引用已核对。" in text and "参考文献" in text
+    assert "实际检索：" + FULL_DUPLEX in text and "References" not in text
+
+
+@pytest.mark.server
+def test_an_unusable_chinese_answer_is_replaced_with_a_chinese_notice(seeded, llm_server):
+    llm_server.reply = _translated_then(lambda n: "[1]")
+    answer = _json(seeded("ask", FULL_DUPLEX_ZH, "--json", **_llm_env(llm_server)))
+    assert answer["mode"] == "extractive" and answer["fallback"] == "it was only citations"
+    assert answer["notice"] == ("模型的回答无法使用（回答只有引用编号），改为显示："
+                                "检索保留的论文，每篇附上最相关的一句。")
+    assert answer["labels"]["header"] == "抽取式回答：句子均摘自论文摘要。"
+    assert re.match(r"共有 \d+ 篇论文涉及“full-duplex speech”：\n\n- \*\*", answer["answer"])
 
 
 # ---------------------------------------------------------------- chat
