@@ -295,6 +295,8 @@ function renderAnswer(turn, answer) {
   // The frames come with the answer, in the question's language (ragqa/messages.py); the
   // English ones are for a server older than `labels`.
   const labels = answer.labels || {};
+  // Chinese frames (and a Chinese written answer) get the right fonts and line breaking.
+  if (answer.language === "Chinese") body.lang = "zh-Hans"; else body.removeAttribute("lang");
   const mode = answer.mode === "llm" && answer.model ? `LLM: ${answer.model}` : answer.mode;
   body.append(el("p", { class: "answer-mode muted" }, labels.answer || `Answer (${mode})`));
   if (answer.standalone_question && answer.standalone_question !== answer.question) {
@@ -568,6 +570,8 @@ function renderSummary(summary) {
   state.summaryMarkdown = summary.markdown || "";
   state.summaryTopic = summary.topic || "collection";
   const labels = summary.labels || {};
+  if (summary.language === "Chinese") $("summary-out").lang = "zh-Hans";
+  else $("summary-out").removeAttribute("lang");
   $("summary-title").textContent = labels.title || (summary.topic ? `Summary: ${summary.topic}`
     : "Summary of the collection");
   $("summary-refs-heading").textContent = labels.references || "References";
