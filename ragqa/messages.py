@@ -64,6 +64,10 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.answer_mode": "Answer ({mode})",
         "label.mode_llm": "LLM: {model}",
         "label.mode_extractive": "extractive",
+        # ------------------------------------------------ ragqa search (terminal)
+        "search.none": "No paper in this collection ({total} papers) matches “{query}”.",
+        "search.count": {"one": "{count} paper", "other": "{count} papers"},
+        "search.found": "{papers} of {total} for “{query}”",
         # ------------------------------------------------ chat
         "chat.one_paper": "the paper {names}",
         "chat.papers": "the papers {names}",
@@ -124,6 +128,9 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.answer_mode": "回答（{mode}）",
         "label.mode_llm": "LLM：{model}",
         "label.mode_extractive": "抽取式",
+        "search.none": "本论文库（{total} 篇论文）中没有与“{query}”匹配的论文。",
+        "search.count": {"other": "{count} 篇"},
+        "search.found": "检索“{query}”：{total} 篇论文中有 {papers}相关",
         "chat.one_paper": "论文 {names}",
         "chat.papers": "论文 {names}",
         "chat.which_of": "{subject} 中，{rest}",

@@ -73,14 +73,19 @@ class Renderer:
     # ------------------------------------------------------------ search
 
     def search_result(self, result: SearchResult) -> None:
+        from ragqa.answer import detect_language
+
+        language = detect_language(result.query)
         if not result.hits:
-            self.console.print(
-                f"No paper in this collection ({result.total_papers} papers) matches "
-                f"“{markup(result.query)}”.")
+            self.console.print(markup(message("search.none", language,
+                                              total=result.total_papers, query=result.query)))
             return
-        noun = "paper" if len(result.hits) == 1 else "papers"
-        self.console.print(f"[bold]{len(result.hits)} {noun}[/] of {result.total_papers} for "
-                           f"“{markup(result.query)}”\n")
+        papers = message("search.count", language, count=len(result.hits))
+        # The values are made inert, not the line: the count is in bold (the catalogue's
+        # texts hold no markup).
+        self.console.print(message("search.found", language, papers=f"[bold]{papers}[/]",
+                                   total=result.total_papers, query=markup(result.query))
+                           + "\n")
         for rank, hit in enumerate(result.hits, start=1):
             paper = hit.paper
             self.console.print(f"[bold cyan]{rank}.[/] [bold]{markup(paper.title)}[/]  "

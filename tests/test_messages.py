@@ -129,6 +129,18 @@ def test_english_frames_and_json_keys_are_unchanged(seeded):
     assert "References" in shown.stdout and not HAN.search(shown.stdout.replace("论文列表", ""))
 
 
+def test_search_lines_follow_the_question_s_language(seeded):
+    absent = seeded("search", ABSENT_ZH)
+    assert absent.exit_code == 0, absent.output
+    assert " ".join(absent.stdout.split()) == \
+        f"本论文库（29 篇论文）中没有与“{ABSENT_ZH}”匹配的论文。"
+    found = seeded("search", MIXED_ZH)
+    results = _json(seeded("search", MIXED_ZH, "--json"))["results"]
+    assert found.stdout.startswith(f"检索“{MIXED_ZH}”：29 篇论文中有 {len(results)} 篇相关\n")
+    english = seeded("search", "full-duplex speech")
+    assert re.match(r"\d+ papers of 29 for “full-duplex speech”\n", english.stdout)
+
+
 # ---------------------------------------------------------------- with an LLM
 
 FULL_DUPLEX_ZH = "哪些论文研究全双工语音？"
