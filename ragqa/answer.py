@@ -623,8 +623,8 @@ def _ms(since: float) -> int:
 
 # ---------------------------------------------------------------- written answers
 
-# A bare fact answer ("278") or a list that names none of its papers, unusable as it stands.
-# In English; a Chinese question gets the catalogue's Chinese ones (ragqa/messages.py).
+# The English texts of the model-answer frames; a Chinese question gets the catalogue's Chinese
+# ones (ragqa/messages.py).
 ABSTAINED = message("answer.abstained")
 CITED_NOTHING = message("answer.cited_nothing")
 ALSO_RELEVANT = message("answer.also_relevant")

@@ -206,7 +206,7 @@ def test_a_chinese_follow_up_names_the_earlier_papers_in_a_chinese_frame(seeded,
         assert turn["labels"]["header"].startswith("抽取式回答")
         assert turn["labels"]["references"] == "参考文献"
     saved = transcript.read_text(encoding="utf-8")
-    assert f"*独立问题：论文 {titles[0]} 提出了什么？*" in saved
+    assert f"*改写后的问题：论文 {titles[0]} 提出了什么？*" in saved
     assert "References:" in saved  # the English turn keeps its English frame
     if third["citations"]:
         assert "参考文献：" in saved
