@@ -53,11 +53,12 @@ _QUANTITY = re.compile(
     r"score|rate|gain|improvement|reduction|error|f1|bleu|map|auc|latency|throughput|cost|"
     r"performance|perplexity|precision|recall))\b", re.IGNORECASE)
 # A follow-up about what a paper contributes, and the sentence that says it.
-_ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*",
-                                re.IGNORECASE)
+_ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*"
+                                r"|提出|贡献|创新|主要思想", re.IGNORECASE)
 _SHARE_MEASURES = frozenset({"percentag", "share", "fraction", "proport"})
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
-_SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
+_SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)|中[，,]?\s*哪(?:些|篇)",
+                        re.IGNORECASE)
 # A fact answer: the cross-encoder reads this many sentences (the best by word overlap of the
 # top three papers), and quotes the best and any within NEAR_BEST of it (logits);
 # LEXICAL_WEIGHT mixes in the word-overlap score (bench/sentence_choice.py).
@@ -140,6 +141,9 @@ def detect_language(text: str) -> str:
             if marker in name:
                 counts[language] = counts.get(language, 0) + 1
                 break
+    if counts.get("Japanese") and "Chinese" in counts:
+        # Kana are Japanese only: the kanji of a Japanese question ("全二重音声の論文") are too.
+        counts["Japanese"] += counts.pop("Chinese")
     if counts:
         language, count = max(counts.items(), key=lambda kv: kv[1])
         if count >= 0.3 * len(letters) or count >= 4:
@@ -462,7 +466,8 @@ def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Ci
     return lines
 
 
-def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedText:
+def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: str = "English"
+                     ) -> CheckedText:
     """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
     papers alone: each one that holds a word of the follow-up is quoted by the sentence the
@@ -474,8 +479,8 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedT
     if not kept and not _SELECTION.search(question) and (contribution or len(hits) == 1):
         kept = list(hits)
     if not kept:
-        return CheckedText(f"None of the papers it refers to addresses “{topic_of(query)}”.",
-                           [], 0)
+        return CheckedText(message("answer.none_referred", language,
+                                   topic=shown_topic(topic_of(query), language)), [], 0)
     citations, lines = [], []
     for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
         chosen = (contribution_sentence(hit.paper.text) if contribution else None) \
@@ -594,7 +599,7 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     hits, total = result.hits, result.total_papers
     written = None
     if follow_up:
-        checked = follow_up_answer(question, query, hits)
+        checked = follow_up_answer(question, query, hits, language)
     elif llm is None:
         # Nothing passed the cut: say so, in the question's language; the closest papers are
         # shown apart below, uncited (never listed as papers that address it).

@@ -13,7 +13,9 @@ import string
 
 import pytest
 
+from ragqa.answer import detect_language
 from ragqa.messages import CATALOGUE, CHINESE, ENGLISH, message, shown_topic
+from ragqa.serve_openai import message_text, read_message
 
 from .conftest import FULL_DUPLEX
 from .llm_server import Reply, prompt_of
@@ -59,6 +61,9 @@ def test_plural_forms_and_the_english_fallback_for_other_languages():
     for language in ("Japanese", "German", "French"):
         assert message("answer.none", language, total=5, topic="x") == \
             "None of the 5 papers in this collection addresses “x”."
+    # Kanji with kana are Japanese, not Chinese: a Japanese question gets English frames.
+    assert detect_language("全二重音声の論文はどれですか？") == "Japanese"
+    assert detect_language("哪些论文研究全双工语音？") == "Chinese"
     # A message may itself have a {language} placeholder.
     assert "中文" in message("notice.untranslated", "Chinese", language="中文")
 
@@ -201,6 +206,9 @@ def test_a_chinese_follow_up_names_the_earlier_papers_in_a_chinese_frame(seeded,
     listed = "、".join(titles[:-1]) + " 和 " + titles[-1]
     assert second["standalone_question"] == f"论文 {listed} 中，哪些使用了笛卡尔张量？"
     assert third["standalone_question"] == f"论文 {titles[0]} 提出了什么？"
+    # "第一篇" is the first paper the earlier answer cited, read alone and quoted as written.
+    assert [c["title"] for c in third["citations"]] == [titles[0]]
+    assert third["answer"].startswith(f"> **{titles[0]}**: ") and not HAN.search(third["answer"])
     for turn in (second, third):
         assert turn["language"] == "Chinese"
         assert turn["labels"]["header"].startswith("抽取式回答")
@@ -210,6 +218,14 @@ def test_a_chinese_follow_up_names_the_earlier_papers_in_a_chinese_frame(seeded,
     assert "References:" in saved  # the English turn keeps its English frame
     if third["citations"]:
         assert "参考文献：" in saved
+    # The OpenAI-compatible face writes each turn's references under its own heading and reads
+    # them back from the messages a client returns, in either language.
+    for turn in (first, third):
+        text = message_text(turn)
+        heading = "参考文献：" if turn["language"] == "Chinese" else "References:"
+        assert (f"\n{heading}\n" in text) == bool(turn["citations"])
+        assert read_message(text) == (turn["answer"], [
+            {k: c[k] for k in ("n", "title", "source", "paper_id")} for c in turn["citations"]])
 
 
 # ---------------------------------------------------------------- summaries
