@@ -250,6 +250,38 @@ def test_a_chinese_summary_has_chinese_frames_and_english_theme_sentences(seeded
         "本论文库的 29 篇论文中，没有一篇涉及“量子计算”。"
 
 
+@pytest.mark.server
+def test_a_written_chinese_summary_is_asked_for_in_chinese_within_chinese_frames(
+        seeded, llm_server, tmp_path):
+    asked: list[str] = []
+
+    def script(body: dict) -> Reply:
+        prompt = prompt_of(body)
+        asked.append(prompt)
+        if "Theme name:" in prompt:
+            return Reply("全双工语音智能体")
+        if "Overview:" in prompt:
+            return Reply("这些论文研究全双工语音智能体。")
+        count = len(re.findall(r'<source n="\d+"', prompt))
+        return Reply("".join(f"论文 {n} 研究全双工语音对话 [{n}]。" for n in range(1, count + 1)))
+
+    llm_server.reply = script
+    out = tmp_path / "summary.md"
+    topic = "总结关于 full-duplex speech 的论文"
+    result = seeded("summarize", topic, "--out", str(out), OPENAI_BASE_URL=llm_server.url,
+                    RAGQA_LLM_RETRIES="0")
+    assert result.exit_code == 0, result.output
+    paragraphs = [p for p in asked if p.rstrip().endswith("Paragraph:")]
+    assert paragraphs and all("Write in Chinese." in p for p in paragraphs)
+    markdown = out.read_text(encoding="utf-8")
+    assert markdown.startswith("# 综述：full-duplex speech\n\n这些论文研究全双工语音智能体。\n")
+    assert re.search(r"\n## 全双工语音智能体（\d+ 篇论文）\n", markdown)
+    assert "\n## 参考文献\n" in markdown and "References" not in markdown
+    shown = seeded("summarize", topic, OPENAI_BASE_URL=llm_server.url, RAGQA_LLM_RETRIES="0")
+    assert "综述由 LLM 撰写；引用已核对。" in shown.stdout
+    assert re.search(r"调用 LLM \d+ 次，约 \d+ 个 token。", shown.stdout)
+
+
 def test_an_english_summary_keeps_its_english_frames(seeded, tmp_path):
     out, topic = tmp_path / "summary.md", "audio"
     summary = _json(seeded("summarize", topic, "--json"))
