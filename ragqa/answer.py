@@ -28,6 +28,7 @@ import numpy as np
 from ragqa import lexical
 from ragqa.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.corpus import contribution_sentence, split_sentences, strip_marks
+from ragqa.messages import language_name, message, reason_text, shown_topic
 from ragqa.resources import bundled_dir
 from ragqa.retrieve import Filters, Hit, is_list_question, topic_of
 
@@ -52,11 +53,12 @@ _QUANTITY = re.compile(
     r"score|rate|gain|improvement|reduction|error|f1|bleu|map|auc|latency|throughput|cost|"
     r"performance|perplexity|precision|recall))\b", re.IGNORECASE)
 # A follow-up about what a paper contributes, and the sentence that says it.
-_ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*",
-                                re.IGNORECASE)
+_ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*"
+                                r"|提出|贡献|创新|主要思想", re.IGNORECASE)
 _SHARE_MEASURES = frozenset({"percentag", "share", "fraction", "proport"})
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
-_SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)", re.IGNORECASE)
+_SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)|中[，,]?\s*哪(?:些|篇)",
+                        re.IGNORECASE)
 # A fact answer: the cross-encoder reads this many sentences (the best by word overlap of the
 # top three papers), and quotes the best and any within NEAR_BEST of it (logits);
 # LEXICAL_WEIGHT mixes in the word-overlap score (bench/sentence_choice.py).
@@ -139,6 +141,9 @@ def detect_language(text: str) -> str:
             if marker in name:
                 counts[language] = counts.get(language, 0) + 1
                 break
+    if counts.get("Japanese") and "Chinese" in counts:
+        # Kana are Japanese only: the kanji of a Japanese question ("全二重音声の論文") are too.
+        counts["Japanese"] += counts.pop("Chinese")
     if counts:
         language, count = max(counts.items(), key=lambda kv: kv[1])
         if count >= 0.3 * len(letters) or count >= 4:
@@ -374,6 +379,27 @@ class Answer:
     fallback: str = ""
     timings: dict = field(default_factory=dict)
 
+    @property
+    def header(self) -> str:
+        """The line that states how the answer was written, in the question's language."""
+        if self.mode == "llm":
+            return message("header.llm", self.language, model=self.model)
+        return message("header.fallback" if self.fallback else "header.offline", self.language)
+
+    def labels(self) -> dict:
+        """The fixed frames a face shows around the answer, in the question's language: the
+        header, headings, and the web page's short labels (ragqa/web/)."""
+        mode = (message("label.mode_llm", self.language, model=self.model)
+                if self.mode == "llm" and self.model else
+                message("label.mode_extractive", self.language) if self.mode == "extractive"
+                else self.mode)
+        return {"header": self.header,
+                "answer": message("label.answer_mode", self.language, mode=mode),
+                "references": message("label.references", self.language),
+                "closest": message("label.closest_short", self.language),
+                "unsupported": message("label.weak", self.language,
+                                       count=len(self.unsupported))}
+
     def as_json(self) -> dict:
         """The `ask --json` schema (README)."""
         return {
@@ -388,32 +414,30 @@ class Answer:
                        for h in self.hits],
             "closest": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
                          "source": h.paper.source} for h in self.closest],
+            "labels": self.labels(),
         }
 
 
-CUT_SHORT = ("The model stopped at its output limit: the answer may end mid-sentence or leave "
-             "papers out.")
+def no_paper_answer(topic: str, total: int, language: str = "English") -> str:
+    return message("answer.none", language, total=total, topic=shown_topic(topic, language))
 
 
-def no_paper_answer(topic: str, total: int) -> str:
-    return f"None of the {total} papers in this collection addresses “{topic}”."
-
-
-def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
-                      ) -> CheckedText:
+def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int,
+                      language: str = "English") -> CheckedText:
     """Sentences taken verbatim from the abstracts, each cited. `question` decides the form
-    (a list of papers, or the sentences that hold a fact); `query` is what was searched.
+    (a list of papers, or the sentences that hold a fact); `query` is what was searched; the
+    frames around the quotes are in `language` (the message catalogue).
 
     Citations are assigned as the text is built, never parsed back out of it: a quoted
     sentence may itself hold brackets ("the range [0, 100]") that are no citations."""
     topic = topic_of(query)
     if not hits:
-        return CheckedText(no_paper_answer(topic, total), [], 0)
+        return CheckedText(no_paper_answer(topic, total, language), [], 0)
     listing = is_list_question(question) or is_list_question(query)
     if listing or len(hits) > 3 and not _QUANTITY.search(question):
         quoted = [(h, h.best_sentence) for h in hits]
-        noun = "paper addresses" if len(hits) == 1 else "papers address"
-        header = f"{len(hits)} {noun} “{topic}”:\n\n"
+        header = message("answer.count", language, count=len(hits),
+                         topic=shown_topic(topic, language)) + "\n\n"
         line = "- **{title}**: {sentence} [{n}]"
         joiner = "\n"
     else:
@@ -442,7 +466,8 @@ def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Ci
     return lines
 
 
-def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedText:
+def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: str = "English"
+                     ) -> CheckedText:
     """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
     papers alone: each one that holds a word of the follow-up is quoted by the sentence the
@@ -454,8 +479,8 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit]) -> CheckedT
     if not kept and not _SELECTION.search(question) and (contribution or len(hits) == 1):
         kept = list(hits)
     if not kept:
-        return CheckedText(f"None of the papers it refers to addresses “{topic_of(query)}”.",
-                           [], 0)
+        return CheckedText(message("answer.none_referred", language,
+                                   topic=shown_topic(topic_of(query), language)), [], 0)
     citations, lines = [], []
     for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
         chosen = (contribution_sentence(hit.paper.text) if contribution else None) \
@@ -559,9 +584,8 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
             query = llm.complete(fill(load_prompt("translate", settings),
                                       question=question)).strip() or question
         else:
-            notice = (f"The question looks {language}; the abstracts are English, and without an "
-                      "LLM ragqa cannot translate it. These are the closest matches; set "
-                      "OPENAI_BASE_URL or OPENAI_API_KEY for a translated, written answer.")
+            notice = message("notice.untranslated", language,
+                             language=language_name(language, language))
     query = query or question
     follow_up = llm is None and filters is not None and bool(filters.paper_ids)
     # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES. A
@@ -575,13 +599,13 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     hits, total = result.hits, result.total_papers
     written = None
     if follow_up:
-        checked = follow_up_answer(question, query, hits)
+        checked = follow_up_answer(question, query, hits, language)
     elif llm is None:
-        if not hits and language != "English":
-            hits = retriever.search(query, k=3, filters=filters, cut=False).hits
-        checked = extractive_answer(question, query, hits, total)
+        # Nothing passed the cut: say so, in the question's language; the closest papers are
+        # shown apart below, uncited (never listed as papers that address it).
+        checked = extractive_answer(question, query, hits, total, language)
     elif not hits:
-        checked = CheckedText(no_paper_answer(topic_of(query), total), [], 0)
+        checked = CheckedText(no_paper_answer(topic_of(query), total, language), [], 0)
     else:
         written = write_answer(retriever, question, query, hits, total, llm, on_token, language)
         checked = written.checked
@@ -604,13 +628,11 @@ def _ms(since: float) -> int:
 
 # ---------------------------------------------------------------- written answers
 
-# A bare fact answer ("278") or a list that names none of its papers, unusable as it stands.
-UNUSABLE = "The model's answer was unusable ({reason}); shown instead: {instead}."
-ABSTAINED = ("None of the retrieved papers answers this question: the model found nothing in "
-             "them that supports an answer.")
-CITED_NOTHING = ("The model's answer cited none of the retrieved papers, and no sentence of them "
-                 "supports it, so it is not shown as an answer.")
-ALSO_RELEVANT = "Also relevant:"
+# The English texts of the model-answer frames; a Chinese question gets the catalogue's Chinese
+# ones (ragqa/messages.py).
+ABSTAINED = message("answer.abstained")
+CITED_NOTHING = message("answer.cited_nothing")
+ALSO_RELEVANT = message("answer.also_relevant")
 # Of the context, what the prompt may take: the model's tokenizer is not ours (Qwen, for one,
 # splits every digit), so ours is trusted to within this factor.
 TOKEN_MARGIN = 1.25
@@ -635,22 +657,24 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
                                                      language, hits, count)
     draft, timings = generate(llm, prompt, on_token, count)
     if llm.last_finish_reason == "length":
-        notices.append(CUT_SHORT)
+        notices.append(message("notice.cut_short", language))
     listing = is_list_question(question) or is_list_question(query)
     draft = normalise_citations(draft, len(sources))
     reason = degenerate_reason(draft, language, detect_language,
                                [h.paper.title for h in sources])
     if reason:
-        instead = ("the papers the search kept, each with its best sentence" if listing
-                   else "sentences quoted from the abstracts")
-        notices.append(UNUSABLE.format(reason=reason, instead=instead))
-        return Written(extractive_answer(question, query, hits, total), notices, reason, timings)
+        instead = message("instead.list" if listing else "instead.fact", language)
+        notices.append(message("notice.unusable", language,
+                               reason=reason_text(reason, language), instead=instead))
+        return Written(extractive_answer(question, query, hits, total, language), notices, reason,
+                       timings)
     evidence = Evidence(hits, encoder)
     repaired_draft, repairs, uncited = repair_uncited(draft, sources, evidence)
     checked = check_citations(repaired_draft, sources)
     score_support(checked, {h.paper.paper_id: h for h in sources}, encoder, evidence=evidence)
     if not checked.citations or abstains((answer_sentences(draft) or [""])[0]):
-        text = ABSTAINED if abstains(draft) else CITED_NOTHING
+        text = message("answer.abstained" if abstains(draft) else "answer.cited_nothing",
+                       language)
         return Written(CheckedText(text, [], checked.dropped, uncited), notices, "", timings)
     numbers = {c.paper_id: c.n for c in checked.citations}
     checked.repaired = [{"sentence": r.sentence, "citations": [numbers[sources[r.source - 1]
@@ -658,7 +682,7 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
                          "support": r.support, "repaired": True} for r in repairs]
     checked.unsupported.extend(uncited)
     if listing:
-        complete_list(checked, hits)
+        complete_list(checked, hits, language)
     return Written(checked, notices, "", timings)
 
 
@@ -678,23 +702,22 @@ def prompt_within_context(settings: Settings, llm: ChatLLM, question: str, langu
     sources, texts = fit_sources(hits, budget, count)
     notices = []
     if len(sources) < len(hits):
-        notices.append(f"{len(hits) - len(sources)} of the {len(hits)} papers found did not fit "
-                       f"the model's context ({context} tokens, RAGQA_LLM_CONTEXT) and were "
-                       "left out of what it read.")
+        notices.append(message("notice.context", language, left=len(hits) - len(sources),
+                               found=len(hits), context=context))
     prompt = fill(template, sources=sources_block(sources, texts), question=question,
                   language=language)
     return prompt, sources, notices
 
 
-def complete_list(checked: CheckedText, hits: Sequence[Hit]) -> None:
+def complete_list(checked: CheckedText, hits: Sequence[Hit], language: str = "English") -> None:
     """Append the papers the relevance cut kept that the model's answer left out, each with
-    its best sentence, cited, under "Also relevant:"."""
+    its best sentence, cited, under "Also relevant:" (in `language`)."""
     cited = {c.paper_id for c in checked.citations}
     missing = [(h, h.best_sentence or (split_sentences(h.paper.text) or [h.paper.text])[0])
                for h in hits if h.paper.paper_id not in cited]
     if missing:
         lines = quote_lines(missing, "- **{title}**: {sentence} [{n}]", checked.citations)
-        checked.text += f"\n\n{ALSO_RELEVANT}\n" + "\n".join(lines)
+        checked.text += f"\n\n{message('answer.also_relevant', language)}\n" + "\n".join(lines)
 
 
 def fit_sources(hits: Sequence[Hit], budget: int, count: Callable[[str], int]

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.answer import Answer, answer_question, fill, load_prompt
+from ragqa.answer import Answer, answer_question, detect_language, fill, load_prompt
+from ragqa.messages import joined, message
 from ragqa.retrieve import Filters
 
 if TYPE_CHECKING:
@@ -35,6 +36,13 @@ _ORDINAL = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (?:one|pape
                       re.I)
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
 _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+of\s+(?:them|these|those)\s+", re.I)
+# The same in Chinese: "它们是如何表示张量的？", "这篇论文提出了什么？", "第一篇用了什么数据？",
+# "其中哪些使用了扩散模型？" (the selecting frame, 其中 = "of them", is kept as "X 中").
+_ZH_PLURAL_REF = re.compile(r"这些论文|这些工作|这些方法|上述论文|以上论文|它们|他们|这些")
+_ZH_SINGULAR_REF = re.compile(r"这篇论文|这篇工作|该论文|该工作|这篇|它")
+_ZH_ORDINAL = re.compile(r"(第一|第二|第三|第四|第五|最后一)篇(?:论文)?")
+_ZH_ORDINALS = {"第一": 0, "第二": 1, "第三": 2, "第四": 3, "第五": 4, "最后一": -1}
+_ZH_FRAME = re.compile(r"^\s*(?:那么|那)?(?:其中|它们之中|它们中|这些论文中|这些中)[，,]?\s*")
 
 
 @dataclass
@@ -129,10 +137,14 @@ def referenced_papers(question: str, session: Session) -> list[str] | None:
     if not cited:
         return None
     ordinal = _ORDINAL.search(question)
-    if ordinal:
-        index = _ORDINALS[ordinal.group(1).lower()]
+    zh_ordinal = _ZH_ORDINAL.search(question)
+    if ordinal or zh_ordinal:
+        index = (_ORDINALS[ordinal.group(1).lower()] if ordinal
+                 else _ZH_ORDINALS[zh_ordinal.group(1)])
         return [cited[index]] if -len(cited) <= index < len(cited) else None
-    if _PLURAL_REF.search(question) or _SINGULAR_REF.search(question):
+    if _PLURAL_REF.search(question) or _SINGULAR_REF.search(question) \
+            or _ZH_FRAME.search(question) or _ZH_PLURAL_REF.search(question) \
+            or _ZH_SINGULAR_REF.search(question):
         # "it" after an answer citing several papers is one of them: search among them all.
         return list(cited)
     return None
@@ -140,26 +152,34 @@ def referenced_papers(question: str, session: Session) -> list[str] | None:
 
 def strip_references(question: str) -> str:
     """The follow-up without the words that point back: what to search among the papers."""
-    text = _FRAME.sub("", question)
-    for pattern in (_ORDINAL, _PLURAL_REF, _SINGULAR_REF):
+    text = _ZH_FRAME.sub("", _FRAME.sub("", question))
+    for pattern in (_ORDINAL, _PLURAL_REF, _SINGULAR_REF, _ZH_ORDINAL, _ZH_PLURAL_REF,
+                    _ZH_SINGULAR_REF):
         text = pattern.sub("", text)
     text = " ".join(text.split())
     return text if len(text) >= 3 else question
 
 
 def offline_standalone(question: str, session: Session, papers: list[str]) -> str:
-    """Spell out the papers a follow-up refers to, so the question reads alone."""
+    """Spell out the papers a follow-up refers to, so the question reads alone (in the
+    follow-up's language: the frame comes from the message catalogue, the titles as written)."""
+    language = detect_language(question)
     names = [session.title_of(pid) for pid in papers]
-    named = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    subject = f"the paper {named}" if len(names) == 1 else f"the papers {named}"
-    rest = _FRAME.sub("", question)
+    subject = message("chat.one_paper" if len(names) == 1 else "chat.papers", language,
+                      names=joined(names, language))
+    frame, ordinal, plural, singular = (_FRAME, _ORDINAL, _PLURAL_REF, _SINGULAR_REF) \
+        if language != "Chinese" else (_ZH_FRAME, _ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF)
+    rest = frame.sub("", question)
     if rest != question:  # "Which of them uses X?" -> "Which of the papers A and B uses X?"
-        return f"Which of {subject} {rest}"
-    replaced = _ORDINAL.sub(subject, question)
+        return message("chat.which_of", language, subject=subject, rest=rest)
+    # Chinese sets Latin names apart from the characters that follow them: "论文 CEITNet 提出了…"
+    spaced = (lambda m: subject if m.end() == len(m.string) or not m.string[m.end()].isalnum()
+              else subject + " ") if language == "Chinese" else (lambda m: subject)
+    replaced = ordinal.sub(spaced, question)
     if replaced == question:
-        replaced = _PLURAL_REF.sub(subject, question, count=1)
+        replaced = plural.sub(spaced, question, count=1)
     if replaced == question:
-        replaced = _SINGULAR_REF.sub(subject, question, count=1)
+        replaced = singular.sub(spaced, question, count=1)
     return replaced
 
 
@@ -228,12 +248,13 @@ def transcript_markdown(session: Session, urls: dict[str, str] | None = None) ->
     parts = [f"# ragqa chat {session.session_id}", "",
              f"Collection: {session.collection}", ""]
     for number, turn in enumerate(session.turns, start=1):
+        language = turn.answer.get("language", "English")
         parts += [f"## {number}. {turn.question}", ""]
         if turn.standalone != turn.question:
-            parts += [f"*Standalone question: {turn.standalone}*", ""]
+            parts += [f"*{message('chat.standalone', language, question=turn.standalone)}*", ""]
         parts += [turn.answer["answer"], ""]
         if turn.answer["citations"]:
-            parts += ["References:", ""]
+            parts += [message("chat.references", language), ""]
             parts += [f"- [{c['n']}] {reference_link(c['title'], urls.get(c['paper_id'], ''))} "
                       f"({c['source']}, id {c['paper_id']})" for c in turn.answer["citations"]]
             parts.append("")

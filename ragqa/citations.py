@@ -188,9 +188,9 @@ def abstains(text: str) -> bool:
 
 def states_fact(sentence: str) -> bool:
     """A sentence that claims something (and so needs a citation): not a heading, a lead-in
-    ("Here are the papers:"), a question back, or an abstention."""
+    ("Here are the papers:", "共有 3 篇论文涉及“…”："), a question back, or an abstention."""
     text = _CITATIONS_ONLY.sub("", sentence).strip().strip("*_#> ").strip()
-    if not text or text.endswith((":", "?")) or abstains(text):
+    if not text or text.endswith((":", "?", "：", "？")) or abstains(text):
         return False
     words = re.findall(r"\w+", text)
     return len(words) >= 4 or bool(re.search(r"\d", text))

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragqa.messages import message
 from ragqa.text import json_text, safe
 
 if TYPE_CHECKING:
@@ -72,14 +73,19 @@ class Renderer:
     # ------------------------------------------------------------ search
 
     def search_result(self, result: SearchResult) -> None:
+        from ragqa.answer import detect_language
+
+        language = detect_language(result.query)
         if not result.hits:
-            self.console.print(
-                f"No paper in this collection ({result.total_papers} papers) matches "
-                f"“{markup(result.query)}”.")
+            self.console.print(markup(message("search.none", language,
+                                              total=result.total_papers, query=result.query)))
             return
-        noun = "paper" if len(result.hits) == 1 else "papers"
-        self.console.print(f"[bold]{len(result.hits)} {noun}[/] of {result.total_papers} for "
-                           f"“{markup(result.query)}”\n")
+        papers = message("search.count", language, count=len(result.hits))
+        # The values are made inert, not the line: the count is in bold (the catalogue's
+        # texts hold no markup).
+        self.console.print(message("search.found", language, papers=f"[bold]{papers}[/]",
+                                   total=result.total_papers, query=markup(result.query))
+                           + "\n")
         for rank, hit in enumerate(result.hits, start=1):
             paper = hit.paper
             self.console.print(f"[bold cyan]{rank}.[/] [bold]{markup(paper.title)}[/]  "
@@ -157,37 +163,33 @@ class Renderer:
     def answer(self, answer: Any) -> None:
         from rich.markdown import Markdown
 
-        if answer.mode == "llm":
-            header = f"Written answer by {escape(answer.model)}; citations checked."
-        elif answer.fallback:
-            header = "Extractive answer: sentences quoted from the abstracts."
-        else:
-            header = ("Extractive answer (no LLM configured): sentences quoted from the abstracts."
-                      " Set OPENAI_BASE_URL or OPENAI_API_KEY for written answers.")
-        self.console.print(f"[dim]{header}[/]")
+        # The frames come from the message catalogue, in the question's language.
+        language = answer.language
+        self.console.print(f"[dim]{markup(answer.header)}[/]")
         if answer.notice:
             self.console.print(f"[yellow]{escape(answer.notice)}[/]")
         if answer.language != "English" and answer.retrieval_query != answer.question:
-            self.console.print(f"[dim]Searched for: {markup(answer.retrieval_query)}[/]")
+            query = message("label.searched_for", language, query=answer.retrieval_query)
+            self.console.print(f"[dim]{markup(query)}[/]")
         self.console.print()
         self.console.print(Markdown(safe(answer.text)))
         if answer.unsupported:
-            self.console.print("\n[yellow]Not supported by the abstracts (cited ones: by the "
-                               "abstracts they cite):[/]")
+            self.console.print(f"\n[yellow]{escape(message('label.unsupported', language))}[/]")
+            uncited_label = escape(message("label.uncited", language))
             for item in answer.unsupported:
-                uncited = "" if item["citations"] else " [dim](uncited)[/]"
+                uncited = "" if item["citations"] else f" [dim]{uncited_label}[/]"
                 self.console.print(f"  [yellow]⚠[/] {markup(item['sentence'])}{uncited}")
         if answer.repaired:
-            self.console.print(f"[dim]{len(answer.repaired)} uncited sentence(s) given the "
-                               "citation of the abstract sentence that supports them.[/]")
+            repaired = message("label.repaired", language, count=len(answer.repaired))
+            self.console.print(f"[dim]{escape(repaired)}[/]")
         if answer.dropped_citations:
-            self.console.print(f"[dim]{answer.dropped_citations} citation(s) of sources that "
-                               "were not retrieved were removed.[/]")
+            dropped = message("label.dropped", language, count=answer.dropped_citations)
+            self.console.print(f"[dim]{escape(dropped)}[/]")
         if answer.citations:
-            self.console.print("\n[bold]References[/]")
+            self.console.print(f"\n[bold]{escape(message('label.references', language))}[/]")
             self.references([asdict(c) for c in answer.citations])
         elif answer.closest:
-            self.console.print("\n[dim]Closest matches (none of them addresses it; not cited):[/]")
+            self.console.print(f"\n[dim]{escape(message('label.closest', language))}[/]")
             for hit in answer.closest:
                 self.console.print(f"  • {markup(hit.paper.title)}  [dim]{markup(hit.paper.source)}"
                                    f" · id {markup(hit.paper.paper_id)}[/]")
@@ -210,11 +212,13 @@ class Renderer:
     def summary(self, markdown: str, summary: Any) -> None:
         from rich.markdown import Markdown
 
-        mode = ("written by an LLM; citations checked" if summary.mode == "llm"
-                else "extractive: one quoted sentence per paper")
-        self.console.print(f"[dim]Summary {mode}.[/]")
+        from ragqa.summarize import summary_mode
+
+        self.console.print(f"[dim]{escape(summary_mode(summary))}[/]")
         if summary.llm_calls:
-            self.console.print(f"[dim]{summary.llm_calls} LLM calls, ~{summary.tokens} tokens.[/]")
+            calls = message("summary.llm_calls", summary.language, calls=summary.llm_calls,
+                            tokens=summary.tokens)
+            self.console.print(f"[dim]{escape(calls)}[/]")
         self.console.print(Markdown(safe(markdown)))
 
     def chat_banner(self, session: Any, llm: Any) -> None:

@@ -18,6 +18,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ragqa.messages import CATALOGUE
+from ragqa.messages import message as catalogue_message
 from ragqa.text import json_text
 
 if TYPE_CHECKING:
@@ -26,7 +28,10 @@ if TYPE_CHECKING:
 MODEL_PREFIX = "ragqa-"
 # "- [2] Title (file.txt#4, id abc123)": one reference line of an answer's message text.
 _REFERENCE = re.compile(r"^- \[(\d+)\] (.*) \(([^()]*), id ([^\s()]+)\)$")
-_REFERENCES_HEADER = "References:"
+# The references heading in every language of the message catalogue: a client sends back the
+# messages it was given, in whichever language each turn was answered.
+_REFERENCES_HEADERS = tuple(dict.fromkeys(
+    str(texts["chat.references"]) for texts in CATALOGUE.values()))
 
 
 def message_text(turn: dict) -> str:
@@ -35,7 +40,7 @@ def message_text(turn: dict) -> str:
     if turn.get("notice"):
         lines += ["", f"*{turn['notice']}*"]
     if turn["citations"]:
-        lines += ["", _REFERENCES_HEADER, ""]
+        lines += ["", catalogue_message("chat.references", turn.get("language", "English")), ""]
         lines += [f"- [{c['n']}] {c['title']} ({c['source']}, id {c['paper_id']})"
                   for c in turn["citations"]]
     return "\n".join(lines)
@@ -44,7 +49,8 @@ def message_text(turn: dict) -> str:
 def read_message(text: str) -> tuple[str, list[dict]]:
     """An earlier assistant message -> its answer text and the papers its references name (so
     that a follow-up's "them" finds them, as in `ragqa chat`)."""
-    head, marker, tail = text.rpartition("\n" + _REFERENCES_HEADER + "\n")
+    head, marker, tail = max((text.rpartition("\n" + header + "\n")
+                              for header in _REFERENCES_HEADERS), key=lambda parts: len(parts[0]))
     if not marker:
         return text, []
     citations = []

@@ -25,6 +25,7 @@ from ragqa.answer import (
     CITATION,
     Evidence,
     check_citations,
+    detect_language,
     expand_citation,
     fill,
     load_prompt,
@@ -34,6 +35,7 @@ from ragqa.answer import (
 from ragqa.citations import normalise_citations
 from ragqa.corpus import Paper, contribution_sentence, strip_marks
 from ragqa.export import reference_link
+from ragqa.messages import message, shown_topic
 from ragqa.question import strip_frame
 from ragqa.retrieve import LIST_MODEL, Filters, Hit, best_sentence
 
@@ -46,6 +48,7 @@ MIN_THEMES, MAX_THEMES = 2, 10
 MIN_THEME_PAPERS = 2
 PER_THEME = 15  # papers a theme's paragraph is written from (its most central ones)
 SAMPLE_FOR_K = 2000
+OTHER = message("summary.other")  # a theme whose papers share no word
 LLM_CONCURRENCY = 4
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 # Words that make no key phrase on their own ("real world", "wide range", "recent advances").
@@ -100,6 +103,8 @@ class Summary:
     llm_calls: int = 0
     tokens: int = 0
     dropped_citations: int = 0
+    # The topic's language: the summary's frames (headings, overview) are written in it.
+    language: str = "English"
 
 
 # ---------------------------------------------------------------- clustering
@@ -245,7 +250,7 @@ def theme_names(groups: Sequence[Sequence[Paper]]) -> list[str]:
                 -uses[p] * math.log((total + 1) / everywhere[p]), p))
         if not ranked:
             words = distinctive_terms([group])[0]
-            names.append(", ".join(words).capitalize() if words else "Other")
+            names.append(", ".join(words).capitalize() if words else OTHER)
             continue
         first = ranked[0]
         second = next((p for p in ranked[1:4] if not set(p.split()) & set(first.split())), None)
@@ -291,11 +296,13 @@ def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = Non
     papers = _select_papers(retriever, topic, max_papers, filters)
     # "Summarize the papers on audio and speech." is a summary of "audio and speech".
     topic = strip_frame(topic) if topic else topic
+    language = detect_language(topic) if topic else "English"
     if not papers:
         total = retriever.total_papers
         return Summary(topic or "", "llm" if llm else "extractive", [],
-                       f"None of the {total} papers in this collection addresses “{topic}”.",
-                       [], 0)
+                       message("answer.none", language, total=total,
+                               topic=shown_topic(topic or "", language)), [], 0,
+                       language=language)
     progress(f"Clustering {len(papers)} papers")
     vectors = retriever.store.paper_vectors([p.paper_id for p in papers])
     labels = choose_themes(vectors)
@@ -303,13 +310,13 @@ def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = Non
     pool = [p for theme in themes for p in theme.papers[:PER_THEME]]
     numbers = {p.paper_id: n for n, p in enumerate(pool, start=1)}
     summary = Summary(topic or "", "llm" if llm else "extractive", themes, "", pool,
-                      len(papers))
+                      len(papers), language=language)
     if llm is None:
         terms = set(lexical.terms(topic, query=True)) if topic else set()
         groups = [t.papers for t in themes]
         for theme, name, words in zip(themes, theme_names(groups), distinctive_terms(groups),
                                       strict=True):
-            theme.name = name
+            theme.name = message("summary.other", language) if name == OTHER else name
             theme.text = _extractive_paragraph(theme, numbers, terms | set(words))
         summary.overview = _overview(summary)
         return _renumber(summary)
@@ -324,7 +331,8 @@ def _write_with_llm(summary: Summary, numbers: dict[str, int], llm: ChatLLM,
     counter = _LLMCounter(llm, retriever.store.encoder.count_tokens)
     with ThreadPoolExecutor(max_workers=LLM_CONCURRENCY) as executor:
         summary.dropped_citations = sum(executor.map(
-            lambda t: _write_theme(t, numbers, counter, retriever), summary.themes))
+            lambda t: _write_theme(t, numbers, counter, retriever, summary.language),
+            summary.themes))
     _renumber(summary)
     overview = counter.complete(fill(
         load_prompt("overview", retriever.store.settings),
@@ -387,7 +395,7 @@ def _themes(papers: list[Paper], vectors: np.ndarray, labels: np.ndarray) -> lis
 
 
 def _write_theme(theme: Theme, numbers: dict[str, int], counter: _LLMCounter,
-                 retriever: Retriever) -> int:
+                 retriever: Retriever, language: str = "English") -> int:
     """Name and write one theme; returns how many citations were dropped."""
     settings = retriever.store.settings
     chosen = theme.papers[:PER_THEME]
@@ -395,7 +403,7 @@ def _write_theme(theme: Theme, numbers: dict[str, int], counter: _LLMCounter,
     theme.name = theme_name_of(counter.complete(fill(load_prompt("theme_name", settings),
                                                      sources=sources_block(hits))))
     draft = counter.complete(fill(load_prompt("summarize", settings), theme=theme.name,
-                                  sources=sources_block(hits), language="English"))
+                                  sources=sources_block(hits), language=language))
     # A sentence the model left uncited gets the citation of the abstract sentence that
     # supports it, or is listed as unsupported: no claim passes unchecked.
     draft, repairs, uncited = repair_uncited(normalise_citations(draft, len(hits)), hits,
@@ -419,10 +427,26 @@ def theme_name_of(reply: str) -> str:
 
 
 def _overview(summary: Summary) -> str:
-    parts = [f"{t.name} ({t.size})" for t in summary.themes]
-    scope = f"on “{summary.topic}”" if summary.topic else "in the collection"
-    themes = "1 theme" if len(summary.themes) == 1 else f"{len(summary.themes)} themes"
-    return f"{summary.papers_considered} papers {scope} fall into {themes}: {'; '.join(parts)}."
+    language = summary.language
+    parts = message("summary.part_separator", language).join(
+        message("summary.part", language, name=t.name, size=t.size) for t in summary.themes)
+    themes = message("summary.themes", language, count=len(summary.themes))
+    if summary.topic:
+        return message("summary.overview", language, count=summary.papers_considered,
+                       topic=shown_topic(summary.topic, language), themes=themes, parts=parts)
+    return message("summary.overview_all", language, count=summary.papers_considered,
+                   themes=themes, parts=parts)
+
+
+def title_of(summary: Summary) -> str:
+    if summary.topic:
+        return message("summary.title", summary.language,
+                       topic=shown_topic(summary.topic, summary.language))
+    return message("summary.title_all", summary.language)
+
+
+def theme_heading(theme: Theme, language: str) -> str:
+    return message("summary.theme", language, count=theme.size, name=theme.name)
 
 
 def as_json(summary: Summary) -> dict:
@@ -434,19 +458,28 @@ def as_json(summary: Summary) -> dict:
         "papers_considered": summary.papers_considered, "overview": summary.overview,
         "themes": [{"name": t.name, "size": t.size, "text": t.text,
                     "papers": [brief(p) for p in t.papers], "repaired": t.repaired,
-                    "unsupported": t.unsupported} for t in summary.themes],
+                    "unsupported": t.unsupported,
+                    "heading": theme_heading(t, summary.language)} for t in summary.themes],
         "references": [{"n": n, **brief(p)} for n, p in enumerate(summary.references, start=1)],
         "llm_calls": summary.llm_calls, "tokens": summary.tokens,
-        "dropped_citations": summary.dropped_citations,
+        "dropped_citations": summary.dropped_citations, "language": summary.language,
+        "labels": {"title": title_of(summary),
+                   "references": message("summary.references", summary.language),
+                   "mode": summary_mode(summary)},
     }
 
 
+def summary_mode(summary: Summary) -> str:
+    """The line that states how the summary was written, in its language."""
+    return message("summary.mode_llm" if summary.mode == "llm" else "summary.mode_extractive",
+                   summary.language)
+
+
 def to_markdown(summary: Summary) -> str:
-    title = f"Summary: {summary.topic}" if summary.topic else "Summary of the collection"
-    lines = [f"# {title}", "", summary.overview, ""]
+    lines = [f"# {title_of(summary)}", "", summary.overview, ""]
     for theme in summary.themes:
-        lines += [f"## {theme.name} ({theme.size} papers)", "", theme.text, ""]
-    lines += ["## References", ""]
+        lines += [f"## {theme_heading(theme, summary.language)}", "", theme.text, ""]
+    lines += [f"## {message('summary.references', summary.language)}", ""]
     # A list, so that each reference keeps its own line in Markdown and in the terminal.
     # Each title links to the paper's page (arXiv, OpenReview forum, DOI) when it has one.
     lines += [f"- [{n}] {reference_link(p.title, p.url)} ({p.source}, id {p.paper_id})"

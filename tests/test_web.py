@@ -335,6 +335,21 @@ def test_a_question_nothing_answers_lists_the_closest_papers_and_new_chat_clears
     assert _css(browser, "#panel-title")[0].text == expected["closest"][0]["title"]
 
 
+def test_a_chinese_question_shows_the_chinese_frames_the_answer_carries(server, browser):
+    question = "量子计算的论文有哪些？"
+    expected = _post(server.url + "/api/ask", {"question": question, "llm": "none"})
+    assert expected["language"] == "Chinese" and expected["closest"]
+    _open(browser, server)
+    turn = _ask(browser, question)
+    answer = turn.find_element("css selector", ".answer")
+    assert answer.get_attribute("lang") == "zh-Hans"
+    assert turn.find_element("css selector", ".answer-mode").text == "回答（抽取式）"
+    assert expected["answer"] in answer.text  # "本论文库的 30 篇论文中，没有一篇涉及“量子计算”。"
+    section = turn.find_element("css selector", ".refs")
+    assert section.find_element("css selector", "h3").text == "最接近的论文（未引用）"
+    assert "Closest matches" not in answer.text and "Answer (" not in answer.text
+
+
 def test_a_follow_up_continues_the_same_chat_session(server, browser, web_home):
     _open(browser, server)
     _ask(browser, FULL_DUPLEX)
@@ -392,6 +407,23 @@ def test_a_summary_renders_and_downloads_as_markdown(server, browser, tmp_path):
     target = tmp_path / "downloads" / "summary-audio.md"
     _wait(browser, lambda d: target.exists() and target.stat().st_size > 0, 20)
     assert target.read_text(encoding="utf-8") == expected["markdown"]
+    assert _css(browser, "#summary-title")[0].text == "Summary: audio"
+    assert _css(browser, "#summary-refs-heading")[0].text == "References"
+
+
+def test_a_chinese_summary_shows_its_chinese_headings(server, browser):
+    topic = "总结关于 full-duplex speech 的论文"
+    expected = _post(server.url + "/api/summarize", {"topic": topic})
+    assert expected["language"] == "Chinese" and expected["themes"]
+    _open(browser, server, "summary")
+    _css(browser, "#topic")[0].send_keys(topic + "\n")
+    _visible(browser, "#summary-out")
+    assert _css(browser, "#summary-out")[0].get_attribute("lang") == "zh-Hans"
+    assert _css(browser, "#summary-title")[0].text == "综述：full-duplex speech"
+    assert _css(browser, "#summary-refs-heading")[0].text == "参考文献"
+    headings = [t.text for t in _css(browser, "#summary-themes .theme h4")]
+    assert headings == [t["heading"] for t in expected["themes"]]
+    assert all(h.endswith("篇论文）") for h in headings)
 
 
 # ---------------------------------------------------------------- escaping, layout, token

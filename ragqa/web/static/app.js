@@ -292,8 +292,13 @@ function renderAnswer(turn, answer) {
   const byNumber = new Map(answer.citations.map((c) => [c.n, c]));
   const body = turn.querySelector(".answer");
   body.replaceChildren();
+  // The frames come with the answer, in the question's language (ragqa/messages.py); the
+  // English ones are for a server older than `labels`.
+  const labels = answer.labels || {};
+  // Chinese frames (and a Chinese written answer) get the right fonts and line breaking.
+  if (answer.language === "Chinese") body.lang = "zh-Hans"; else body.removeAttribute("lang");
   const mode = answer.mode === "llm" && answer.model ? `LLM: ${answer.model}` : answer.mode;
-  body.append(el("p", { class: "answer-mode muted" }, `Answer (${mode})`));
+  body.append(el("p", { class: "answer-mode muted" }, labels.answer || `Answer (${mode})`));
   if (answer.standalone_question && answer.standalone_question !== answer.question) {
     body.append(el("p", { class: "standalone muted" }, `→ ${answer.standalone_question}`));
   }
@@ -304,18 +309,21 @@ function renderAnswer(turn, answer) {
   if (answer.notice) body.append(el("p", { class: "notice" }, answer.notice));
   if (answer.unsupported && answer.unsupported.length) {
     body.append(el("p", { class: "notice" },
+      labels.unsupported ||
       `⚠ ${answer.unsupported.length} sentence(s) are only weakly supported by the papers they cite.`));
   }
   if (answer.citations.length) {
     const refs = el("ol", { class: "refs-list" });
     for (const c of answer.citations) refs.append(paperLine(c, c.quote, c.n));
-    body.append(el("section", { class: "refs", "aria-label": "References" },
-      el("h3", {}, "References"), refs));
+    const heading = labels.references || "References";
+    body.append(el("section", { class: "refs", "aria-label": heading },
+      el("h3", {}, heading), refs));
   } else if (answer.closest && answer.closest.length) {
     const list = el("ul", { class: "refs-list closest" });
     for (const p of answer.closest) list.append(paperLine(p, ""));
-    body.append(el("section", { class: "refs", "aria-label": "Closest matches" },
-      el("h3", {}, "Closest matches (not cited)"), list));
+    const heading = labels.closest || "Closest matches (not cited)";
+    body.append(el("section", { class: "refs", "aria-label": heading },
+      el("h3", {}, heading), list));
   }
 }
 
@@ -561,14 +569,19 @@ function renderSummary(summary) {
   const refs = new Map(summary.references.map((r) => [r.n, r]));
   state.summaryMarkdown = summary.markdown || "";
   state.summaryTopic = summary.topic || "collection";
-  $("summary-title").textContent = summary.topic ? `Summary: ${summary.topic}`
-    : "Summary of the collection";
+  const labels = summary.labels || {};
+  if (summary.language === "Chinese") $("summary-out").lang = "zh-Hans";
+  else $("summary-out").removeAttribute("lang");
+  $("summary-title").textContent = labels.title || (summary.topic ? `Summary: ${summary.topic}`
+    : "Summary of the collection");
+  $("summary-refs-heading").textContent = labels.references || "References";
   $("summary-overview").textContent = summary.overview || "";
   const themes = $("summary-themes");
   themes.replaceChildren();
   for (const theme of summary.themes) {
     themes.append(el("section", { class: "theme" },
-      el("h4", {}, `${theme.name} (${theme.size} ${theme.size === 1 ? "paper" : "papers"})`),
+      el("h4", {}, theme.heading
+        || `${theme.name} (${theme.size} ${theme.size === 1 ? "paper" : "papers"})`),
       renderRichText(theme.text, (n, before) => citationButton(n, refs.get(n), quoteBefore(before)))));
   }
   const list = $("summary-refs");
