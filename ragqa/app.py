@@ -72,6 +72,15 @@ def start_loading_encoder(settings: Settings) -> Future[Encoder]:
     return loading
 
 
+def multilingual_encoder(settings: Settings, wanted: bool):
+    """The multilingual encoder when wanted (it loads its model on first use), else None."""
+    if not wanted:
+        return None
+    from ragqa.embeddings import make_multilingual_encoder
+
+    return make_multilingual_encoder(settings)
+
+
 def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = None
                ) -> Store:
     """The collection's Store; `loading`, an encoder already loading (start_loading_encoder)."""
@@ -99,7 +108,8 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
         if not quiet:
             sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
                              "ICML 2026 seeds (29 abstracts) first\n")
-        ingest_paths(store, seed_files(), only_if_empty=True)
+        ingest_paths(store, seed_files(), only_if_empty=True,
+                     multilingual=multilingual_encoder(settings, True))
     return Retriever(store)
 
 
@@ -180,14 +190,14 @@ def turn_json(session: Session, turn: Turn) -> dict:
 def collections_json(settings: Settings) -> list[dict]:
     """The ragqa collections of the store, by name."""
     from ragqa.ingest import REBUILD_SUFFIX
-    from ragqa.store import StoreError, describe_chroma_error, open_client
+    from ragqa.store import MULTILINGUAL_SUFFIX, StoreError, describe_chroma_error, open_client
 
     try:
         names = [str(getattr(c, "name", c)) for c in open_client(settings).list_collections()]
     except Exception as exc:  # noqa: BLE001 - a store that cannot list is a store error
         raise StoreError(describe_chroma_error(settings, exc)) from None
     return [{"name": n[len("ragqa_"):]} for n in sorted(names)
-            if n.startswith("ragqa_") and not n.endswith(REBUILD_SUFFIX)]
+            if n.startswith("ragqa_") and not n.endswith((REBUILD_SUFFIX, MULTILINGUAL_SUFFIX))]
 
 
 # ---------------------------------------------------------------- one process, many requests

@@ -182,11 +182,42 @@ REFERENCE_DIR = Path(__file__).parent / "data"
 # A collection of this many papers counts half, the reference half, in the list decision's
 # background (ragqa.retrieve.Retriever._list_z).
 REFERENCE_PAPERS = 200
+# Multilingual vectors sampled for that space's background (ragqa.retrieve.Retriever).
+MULTILINGUAL_BACKGROUND = 2000
 # Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
 LIST_MODEL = RelevanceModel(
     weights=(-0.1869, 0.8739, 1.231, 0.9233, -0.1671, 18.9515, 0.3057, -0.0747, 5.344),
     bias=-3.6477, threshold=0.91, gate_weights=(10.932, 2.2547, 15.9626), gate_bias=-13.3873,
     gate=0.4)
+# The list decision for a question in another language, searched with the multilingual
+# vectors: the same signals, but z measured in the multilingual space (its cosines have another
+# scale) and BM25 on the question's Latin-script words only. Fitted by
+# bench/multilingual/eval.py --fit on the translated dev questions (held-out figures: README).
+MULTILINGUAL_LIST_MODEL = RelevanceModel(
+    weights=(0.0, 0.0, 1.0, 0.0, 0.0, 10.0, 0.0, 0.0, 3.0), bias=-4.0, threshold=0.5,
+    gate_weights=(), gate_bias=0.0, gate=0.0)
+# Words of a question in another language that BM25 can use: Latin-script words, acronyms and
+# names ("哪些论文研究 full-duplex speech?" -> "full-duplex speech").
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'+.][A-Za-z0-9]+)*")
+# "Which papers" in the languages the translated dev questions are in (Chinese, Japanese,
+# German) and a few more: a list question (the English _LIST_QUESTION cannot read them).
+_FOREIGN_LIST_QUESTION = re.compile(
+    r"哪些|哪几|有什么论文|有什么研究|什么论文|列出|列举|找出|找一下|相关的?论文|的论文|的研究"
+    r"|どの論文|どんな論文|論文を|論文は|論文が|研究は|一覧"
+    r"|어떤 논문|논문"
+    r"|\b(?:welche|gibt es|liste|finde|quels|quelles|cuáles|qué artículos|quais)\b",
+    re.IGNORECASE)
+
+
+def latin_words(question: str) -> str:
+    """The Latin-script words of a question written in another script, for BM25."""
+    return " ".join(_LATIN_WORD.findall(question))
+
+
+def is_foreign_list_question(question: str) -> bool:
+    return bool(_FOREIGN_LIST_QUESTION.search(question)) or is_list_question(question)
+
+
 _QUESTION_FRAME = re.compile(
     r"^\s*(?:(?:which|what|list|find|show(?: me)?|are there|is there|give me)\s+)?"
     r"(?:(?:all|any|the)\s+)?(?:papers?|works?|studies|articles|abstracts|research)\s+"
@@ -303,6 +334,11 @@ class SearchResult:
     considered: int = 0
     cut_applied: bool = True
     filters: dict = field(default_factory=dict)
+    # How a question in another language was searched: "multilingual" (its own multilingual
+    # vectors), "translated+multilingual" (an LLM's translation and those, merged), "english"
+    # (the collection keeps no multilingual vectors: `notice` says how to add them).
+    multilingual: str = ""
+    notice: str = ""
 
 
 def topic_of(question: str) -> str:
@@ -347,10 +383,156 @@ class Retriever:
                     sync_lexical(store)
                     index = lexical.open_current(folder)
         self.lexical: LexicalIndex | None = index
+        self._multilingual: tuple[Store, np.ndarray | None] | None = None
 
     @property
     def total_papers(self) -> int:
         return self.lexical.size if self.lexical else 0
+
+    def multilingual_side(self) -> tuple[Store, np.ndarray | None] | None:
+        """The sibling collection of multilingual vectors and its background sample, or None
+        when the collection keeps none (opened, and its model loaded, on first use)."""
+        if self._multilingual is None:
+            embedder = self.store.multilingual_embedder() if self.store.exists() else ""
+            if not embedder:
+                return None
+            from ragqa.embeddings import make_multilingual_encoder
+
+            encoder = make_multilingual_encoder(self.store.settings)
+            side = self.store.multilingual_store(encoder)
+            if not side.exists() or not side.count():
+                return None
+            side.collection()  # refuses a sibling another multilingual model built
+            pids = self.lexical.paper_ids_by_index(range(self.total_papers)) \
+                if self.lexical else []
+            background = side.sample_vectors(pids, MULTILINGUAL_BACKGROUND) if pids else None
+            self._multilingual = (side, background)
+        return self._multilingual
+
+    def search_foreign(self, question: str, k: int | None = None,
+                       filters: Filters | None = None, cut: bool = True,
+                       sentences: bool = True, translation: str | None = None,
+                       rule: CutRule | RelevanceModel | None = None) -> SearchResult:
+        """A question in another language. With the collection's multilingual vectors: the
+        dense side searches them with the question itself, BM25 its Latin-script words; with a
+        `translation` (an LLM's), that is searched as an English question too and the two
+        lists are merged. Without multilingual vectors: the translation, else the question as
+        it is (the English model ranks it poorly), with a notice that says how to add them."""
+        side = self.multilingual_side()
+        if side is None:
+            result = self.search(translation or question, k, filters, cut, sentences,
+                                 word_rules=translation is None)
+            result.multilingual = "english"
+            result.notice = (
+                f"Collection {self.store.name!r} has no multilingual vectors, so a question in "
+                "another language is matched by the English model"
+                + (" (through its translation)" if translation else ", poorly")
+                + f"; run `ragqa ingest --multilingual --collection {self.store.name}` to add "
+                "them (about 8x the embedding time of its papers).")
+            return result
+        result = self._search_multilingual(question, side, k, filters, cut, sentences, rule)
+        if translation:
+            english = self.search(translation, k, filters, cut, sentences, word_rules=False)
+            result = merge_results(result, english, k)
+            result.multilingual = "translated+multilingual"
+        return result
+
+    def _search_multilingual(self, question: str, side: tuple[Store, np.ndarray | None],
+                             k: int | None, filters: Filters | None, cut: bool,
+                             sentences: bool, rule: CutRule | RelevanceModel | None
+                             ) -> SearchResult:
+        filters = filters or Filters()
+        if not self.lexical or not self.lexical.size:
+            return SearchResult(question, [], 0, filters=filters.as_dict(),
+                                multilingual="multilingual")
+        rule = rule or (MULTILINGUAL_LIST_MODEL if is_foreign_list_question(question)
+                        else CUT_FOR_CLAIMS)
+        n = max(self.store.settings.candidates, k or 0)
+        allowed = (self.lexical.indices_matching(filters.venue, filters.year, filters.paper_ids,
+                                                 filters.category)
+                   if filters else None)
+        hits, query_terms = self._multilingual_candidates(question, side, n, filters, allowed)
+        considered = len(hits)
+        if isinstance(rule, RelevanceModel):
+            hits = rule.keep(hits) if cut else rule.rank(hits)
+        else:
+            hits.sort(key=lambda h: -h.score)
+            if cut:
+                hits = relevance_cut(hits, rule)
+        if k:
+            hits = hits[:k]
+        self._read_papers(hits, query_terms if sentences else None)
+        return SearchResult(question, hits, self.total_papers, considered, cut,
+                            filters.as_dict(), multilingual="multilingual")
+
+    def _multilingual_candidates(self, question: str, side: tuple[Store, np.ndarray | None],
+                                 n: int, filters: Filters, allowed: np.ndarray | None
+                                 ) -> tuple[list[Hit], list[str]]:
+        """The candidates of a question in another language, with the list decision's signals
+        (as `_list_candidates`). The first round is the multilingual one: the question's
+        multilingual vector against the papers' (z against that space's background) and BM25
+        on its Latin-script words. Its best papers are then the feedback, in the English space:
+        their centre among the MiniLM vectors and their words added to BM25 (RM3), so that the
+        second round searches as an English question that found those papers would."""
+        assert self.lexical is not None
+        multi, background = side
+        query = multi.encoder.embed_queries([question])  # type: ignore[attr-defined]
+        where = filters.chroma_where()
+        nearest = multi.query_many(query, n * 2, where)
+        latin = latin_words(question)
+        query_terms = self.lexical.query_terms(latin, extend=True) if latin else []
+        bm25 = np.zeros(self.lexical.size, dtype=np.float32)
+        for index, score in (self.lexical.search(latin, n, allowed, extend=True)
+                             if latin else []):
+            bm25[index] = score
+        pool = _CandidatePool(self.lexical, self.store)
+        pool.add_nearest(nearest)
+        pool.add_rows(np.flatnonzero(bm25))
+        if not pool.rows:
+            return [], query_terms
+        centre_m, spread_m = _background_of(background, query)
+        ideal = sum(self.lexical.idf(sorted(set(query_terms))).values()) or 1.0
+
+        def multilingual_z() -> np.ndarray:
+            similarity = multi.paper_vectors(pool.pids) @ query[0]
+            for _, pid, sim in nearest[0]:
+                r = pool._row_of.get(pid)
+                if r is not None and sim > similarity[r]:
+                    similarity[r] = sim
+            return (similarity - centre_m) / spread_m
+
+        first_round = multilingual_z() + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
+        core = np.argsort(-first_round)[:feedback_size(first_round)]
+        centre = pool.vectors[core].mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-9)
+        expanded_weights = self._expanded_query(query_terms, [pool.rows[i] for i in core])
+        expanded = self.lexical.weighted_scores(expanded_weights, allowed)
+        second = self.store.query_many(centre[None, :], n * 2, where)
+        pool.add_nearest(second)
+        best_expanded = np.argsort(-expanded)[:n]
+        pool.add_rows(best_expanded[expanded[best_expanded] > 0])
+
+        z_m = multilingual_z()
+        feedback = pool.similarity(centre[None, :], second)
+        feedback[core, 0] = _leave_one_out(pool.vectors[core])
+        z_feedback = self._list_z(feedback, centre[None, :])[:, 0]
+        coverage = (self.lexical.coverage(query_terms, pool.rows).astype(np.float64)
+                    if query_terms else np.zeros(len(pool.rows)))
+        expanded_idf = self.lexical.idf(list(expanded_weights))
+        expanded_ideal = sum(w * expanded_idf[t] for t, w in expanded_weights.items())
+        signals = {"z": z_m, "z_best": z_m, "z_feedback": z_feedback, "coverage": coverage,
+                   "bm25_share": bm25[pool.rows] / ideal,
+                   "bm25_expanded": expanded[pool.rows] / (expanded_ideal or 1.0)}
+        for name in ("z", "z_feedback", "bm25_expanded"):
+            signals[f"{name}_relative"] = signals[name] - float(signals[name][core].mean())
+        # The fused score orders a fact question's candidates (CutRule): z and BM25 alike.
+        fused = min_max(list(z_m + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal))
+        hits = [Hit(index, fused[r], float(z_m[r] * spread_m + centre_m), float(bm25[index]),
+                    chunk_id=pool.best_chunk.get(pool.pids[r], ""), z=float(z_m[r]),
+                    coverage=float(coverage[r]),
+                    signals={k: float(v[r]) for k, v in signals.items()})
+                for r, index in enumerate(pool.rows)]
+        return hits, query_terms
 
     def search(self, query: str, k: int | None = None, filters: Filters | None = None,
                cut: bool = True, sentences: bool = True,
@@ -669,6 +851,29 @@ class _CandidatePool:
                 if r is not None and sim > out[r, j]:
                     out[r, j] = sim
         return out
+
+
+def _background_of(background: np.ndarray | None, query: np.ndarray) -> tuple[float, float]:
+    """The median similarity of a background sample to the query and its robust spread (plain
+    cosine scaled so z 2.5 is 0.5 when there are too few papers to tell)."""
+    if background is None or len(background) < 5:
+        return 0.0, 0.2
+    sims = background @ query[0]
+    centre = float(np.median(sims))
+    return centre, max(1.4826 * float(np.median(np.abs(sims - centre))), 0.02)
+
+
+def merge_results(first: SearchResult, second: SearchResult, k: int | None) -> SearchResult:
+    """Two searches of one question (its multilingual vector, its translation) as one list:
+    every paper either kept, in the order of the better of its two probabilities (or scores)."""
+    best: dict[str, Hit] = {}
+    for hit in [*first.hits, *second.hits]:
+        held = best.get(hit.paper.paper_id)
+        if held is None or (hit.probability, hit.score) > (held.probability, held.score):
+            best[hit.paper.paper_id] = hit
+    hits = sorted(best.values(), key=lambda h: (-h.probability, -h.score))
+    return replace(first, hits=hits[:k] if k else hits,
+                   considered=first.considered + second.considered)
 
 
 def min_max(scores: Sequence[float]) -> list[float]:
