@@ -147,7 +147,14 @@ def search_json(result: SearchResult, collection: str) -> dict:
 
 def search(retriever: Retriever, question: str, k: int | None = None, cut: bool = True,
            filters: Filters | None = None) -> SearchResult:
-    """`ragqa search`: every relevant paper (or the top k), or the top k (10) without the cut."""
+    """`ragqa search`: every relevant paper (or the top k), or the top k (10) without the cut.
+    A question in another language is searched with the multilingual vectors."""
+    if not question.isascii():  # the language check costs an import: only when it can matter
+        from ragqa.answer import detect_language
+
+        if detect_language(question) != "English":
+            return retriever.search_foreign(question, k=k or (None if cut else 10),
+                                            filters=filters, cut=cut)
     return retriever.search(question, k=k or (None if cut else 10), filters=filters, cut=cut)
 
 

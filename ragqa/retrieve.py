@@ -184,6 +184,7 @@ REFERENCE_DIR = Path(__file__).parent / "data"
 REFERENCE_PAPERS = 200
 # Multilingual vectors sampled for that space's background (ragqa.retrieve.Retriever).
 MULTILINGUAL_BACKGROUND = 2000
+SENTENCE_TERMS = 8  # feedback words that choose a foreign question's best sentences
 # Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
 LIST_MODEL = RelevanceModel(
     weights=(-0.1869, 0.8739, 1.231, 0.9233, -0.1671, 18.9515, 0.3057, -0.0747, 5.344),
@@ -532,7 +533,10 @@ class Retriever:
                     coverage=float(coverage[r]),
                     signals={k: float(v[r]) for k, v in signals.items()})
                 for r, index in enumerate(pool.rows)]
-        return hits, query_terms
+        # A paper's best sentence is chosen by English words: the question's own and the
+        # feedback's most telling ones (the question's other words are in no abstract).
+        telling = sorted(expanded_weights, key=lambda t: -expanded_weights[t])[:SENTENCE_TERMS]
+        return hits, list(dict.fromkeys([*query_terms, *telling]))
 
     def search(self, query: str, k: int | None = None, filters: Filters | None = None,
                cut: bool = True, sentences: bool = True,
