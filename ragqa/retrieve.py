@@ -210,6 +210,33 @@ _FOREIGN_LIST_QUESTION = re.compile(
     re.IGNORECASE)
 
 
+# The frame of a "which papers" question in those languages, taken off for a second query
+# vector of the topic alone ("哪些论文研究脉冲神经网络？" -> "脉冲神经网络"), as topic_of does in
+# English.
+_FOREIGN_FRAME = re.compile(
+    r"^(?:我在找|我想找|请|帮我)?(?:列出|列举|找一下|找出|找)?(?:有没有|有哪些|哪些|是否有)?"
+    r"(?:论文|研究|工作)?(?:在|是|是关于|关于|研究|涉及|提出了?|做|用|处理)?"
+    r"|(?:的|相关的)?(?:论文|研究|工作)(?:有哪些|是哪些)?[？?。.！!]*$"
+    r"|[？?。.！!]+$"
+    r"|(?:を|に)?(?:研究している|扱っている|関する|提案している)?(?:論文|研究)(?:はどれですか|を挙げてください"
+    r"|を探しています)?[？?。.]*$"
+    r"|^(?:welche|nenne|finde)\s+(?:die\s+)?(?:arbeiten|papers?|studien)\s+"
+    r"(?:befassen sich mit|beschäftigen sich mit|untersuchen|handeln von|nutzen|erzeugen|"
+    r"erkennen|schlagen)?\s*", re.IGNORECASE)
+
+
+def foreign_topic(question: str) -> str:
+    """A question in another language without its "which papers" frame (the question itself
+    when nothing is left)."""
+    topic = question.strip()
+    for _ in range(3):
+        stripped = _FOREIGN_FRAME.sub("", topic).strip()
+        if stripped == topic:
+            break
+        topic = stripped
+    return topic if len(topic) >= 2 else question.strip()
+
+
 def latin_words(question: str) -> str:
     """The Latin-script words of a question written in another script, for BM25."""
     return " ".join(_LATIN_WORD.findall(question))
@@ -477,7 +504,9 @@ class Retriever:
         second round searches as an English question that found those papers would."""
         assert self.lexical is not None
         multi, background = side
-        query = multi.encoder.embed_queries([question])  # type: ignore[attr-defined]
+        topic = foreign_topic(question)
+        asked = [question, topic] if topic != question.strip() else [question]
+        query = multi.encoder.embed_queries(asked)  # type: ignore[attr-defined]
         where = filters.chroma_where()
         nearest = multi.query_many(query, n * 2, where)
         latin = latin_words(question)
@@ -495,14 +524,16 @@ class Retriever:
         ideal = sum(self.lexical.idf(sorted(set(query_terms))).values()) or 1.0
 
         def multilingual_z() -> np.ndarray:
-            similarity = multi.paper_vectors(pool.pids) @ query[0]
-            for _, pid, sim in nearest[0]:
-                r = pool._row_of.get(pid)
-                if r is not None and sim > similarity[r]:
-                    similarity[r] = sim
+            """Papers x query vectors: z in the multilingual space."""
+            similarity = multi.paper_vectors(pool.pids) @ query.T
+            for j, found in enumerate(nearest):
+                for _, pid, sim in found:
+                    r = pool._row_of.get(pid)
+                    if r is not None and sim > similarity[r, j]:
+                        similarity[r, j] = sim
             return (similarity - centre_m) / spread_m
 
-        first_round = multilingual_z() + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
+        first_round = multilingual_z().max(axis=1) + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
         core = np.argsort(-first_round)[:feedback_size(first_round)]
         centre = pool.vectors[core].mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-9)
@@ -513,7 +544,8 @@ class Retriever:
         best_expanded = np.argsort(-expanded)[:n]
         pool.add_rows(best_expanded[expanded[best_expanded] > 0])
 
-        z_m = multilingual_z()
+        z_all = multilingual_z()
+        z_m, z_best = z_all[:, 0], z_all.max(axis=1)
         feedback = pool.similarity(centre[None, :], second)
         feedback[core, 0] = _leave_one_out(pool.vectors[core])
         z_feedback = self._list_z(feedback, centre[None, :])[:, 0]
@@ -521,14 +553,15 @@ class Retriever:
                     if query_terms else np.zeros(len(pool.rows)))
         expanded_idf = self.lexical.idf(list(expanded_weights))
         expanded_ideal = sum(w * expanded_idf[t] for t, w in expanded_weights.items())
-        signals = {"z": z_m, "z_best": z_m, "z_feedback": z_feedback, "coverage": coverage,
+        signals = {"z": z_m, "z_best": z_best, "z_feedback": z_feedback, "coverage": coverage,
                    "bm25_share": bm25[pool.rows] / ideal,
                    "bm25_expanded": expanded[pool.rows] / (expanded_ideal or 1.0)}
         for name in ("z", "z_feedback", "bm25_expanded"):
             signals[f"{name}_relative"] = signals[name] - float(signals[name][core].mean())
         # The fused score orders a fact question's candidates (CutRule): z and BM25 alike.
-        fused = min_max(list(z_m + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal))
-        hits = [Hit(index, fused[r], float(z_m[r] * spread_m + centre_m), float(bm25[index]),
+        fused = min_max(list(z_best + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal))
+        hits = [Hit(index, fused[r], float(z_m[r] * spread_m[0] + centre_m[0]),
+                    float(bm25[index]),
                     chunk_id=pool.best_chunk.get(pool.pids[r], ""), z=float(z_m[r]),
                     coverage=float(coverage[r]),
                     signals={k: float(v[r]) for k, v in signals.items()})
@@ -857,14 +890,15 @@ class _CandidatePool:
         return out
 
 
-def _background_of(background: np.ndarray | None, query: np.ndarray) -> tuple[float, float]:
-    """The median similarity of a background sample to the query and its robust spread (plain
-    cosine scaled so z 2.5 is 0.5 when there are too few papers to tell)."""
+def _background_of(background: np.ndarray | None, queries: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per query vector: the median similarity of a background sample and its robust spread
+    (plain cosine scaled so z 2.5 is 0.5 when there are too few papers to tell)."""
     if background is None or len(background) < 5:
-        return 0.0, 0.2
-    sims = background @ query[0]
-    centre = float(np.median(sims))
-    return centre, max(1.4826 * float(np.median(np.abs(sims - centre))), 0.02)
+        return np.zeros(len(queries)), np.full(len(queries), 0.2)
+    sims = background @ queries.T
+    centre = np.median(sims, axis=0)
+    return centre, np.maximum(1.4826 * np.median(np.abs(sims - centre), axis=0), 0.02)
 
 
 def merge_results(first: SearchResult, second: SearchResult, k: int | None) -> SearchResult:
