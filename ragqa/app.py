@@ -95,9 +95,21 @@ def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = 
     return Store(settings, name, encoder)
 
 
+def is_foreign(question: str | None) -> bool:
+    """Whether a question is in another language than English (the check costs an import of
+    ragqa.answer: only made for a question that is not plain ASCII)."""
+    if not question or question.isascii():
+        return False
+    from ragqa.answer import detect_language
+
+    return detect_language(question) != "English"
+
+
 def open_for_query(settings: Settings, name: str, quiet: bool = False,
-                   store: Store | None = None) -> Retriever:
-    """The retriever of a collection; a collection never filled gets the bundled seeds first."""
+                   store: Store | None = None, question: str | None = None) -> Retriever:
+    """The retriever of a collection; a collection never filled gets the bundled seeds first,
+    with multilingual vectors when the question that fills it is in another language (29
+    papers: seconds; an English first question pays nothing for them)."""
     from ragqa.ingest import finish_interrupted_rebuild, ingest_paths
     from ragqa.resources import seed_files
     from ragqa.retrieve import Retriever
@@ -109,7 +121,7 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
             sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
                              "ICML 2026 seeds (29 abstracts) first\n")
         ingest_paths(store, seed_files(), only_if_empty=True,
-                     multilingual=multilingual_encoder(settings, True))
+                     multilingual=multilingual_encoder(settings, is_foreign(question)))
     return Retriever(store)
 
 
@@ -149,12 +161,9 @@ def search(retriever: Retriever, question: str, k: int | None = None, cut: bool 
            filters: Filters | None = None) -> SearchResult:
     """`ragqa search`: every relevant paper (or the top k), or the top k (10) without the cut.
     A question in another language is searched with the multilingual vectors."""
-    if not question.isascii():  # the language check costs an import: only when it can matter
-        from ragqa.answer import detect_language
-
-        if detect_language(question) != "English":
-            return retriever.search_foreign(question, k=k or (None if cut else 10),
-                                            filters=filters, cut=cut)
+    if is_foreign(question):
+        return retriever.search_foreign(question, k=k or (None if cut else 10),
+                                        filters=filters, cut=cut)
     return retriever.search(question, k=k or (None if cut else 10), filters=filters, cut=cut)
 
 

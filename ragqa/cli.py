@@ -249,7 +249,7 @@ def search(
         if question is not None:
             question = _question(question)
         settings, name = _settings(collection)
-        retriever = _open_for_query(settings, name, quiet=as_json)
+        retriever = _open_for_query(settings, name, quiet=as_json, question=question)
         filters = Filters(venue=venue, year=year, category=category)
         if batch is not None:
             _run_batch(retriever, batch, k or 100, cut, filters)
@@ -288,7 +288,7 @@ def ask(
         _check_out_file("--bib", bib)
         settings, name = _settings(collection)
         model = _llm_for(settings, llm)
-        retriever = _open_for_query(settings, name, quiet=as_json)
+        retriever = _open_for_query(settings, name, quiet=as_json, question=question)
         stream = model is not None and not no_stream and not as_json and out.is_terminal
         with out.streaming(enabled=stream, waiting=model is not None) as on_token:
             answer = answer_question(retriever, question, llm=model,

@@ -485,6 +485,7 @@ class Retriever:
             hits = rule.keep(hits) if cut else rule.rank(hits)
         else:
             hits.sort(key=lambda h: -h.score)
+            self._mark_named(hits, latin_words(question))  # "EGG相对于PyTorch …": EGG's paper
             if cut:
                 hits = relevance_cut(hits, rule)
         if k:

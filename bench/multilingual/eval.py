@@ -119,6 +119,8 @@ def main() -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--fit", action="store_true", help="print the model fitted on all")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--slices", default=",".join(SLICE_NAMES),
+                        help="which of nips2018, acl2022, seeds (folds pool the conference ones)")
     args = parser.parse_args()
     if not (args.data / "corpus.jsonl.gz").is_file():
         print(f"skipped: no mlconf data at {args.data}")
@@ -126,7 +128,7 @@ def main() -> int:
     from ragqa.retrieve import LIST_MODEL, MULTILINGUAL_LIST_MODEL
 
     retrievers, english_runs, foreign = {}, {}, {}
-    for name in SLICE_NAMES:
+    for name in args.slices.split(","):
         questions = [q for q in le.load_questions(name) if q.grades]
         retrievers[name] = retriever_for(args.home, args.data, name)
         english_runs[(name, "en")] = le.candidate_runs(retrievers[name], questions)
@@ -134,7 +136,7 @@ def main() -> int:
             asked = translated(name, language, questions)
             if asked:
                 foreign[(name, language)] = foreign_runs(retrievers[name], asked)
-    pooled = [run for name in le.SLICES for run in english_runs[(name, "en")]]
+    pooled = [run for name in le.SLICES for run in english_runs.get((name, "en"), [])]
     fold_of = folds_of(pooled, args.folds)
     english_rows, _ = held_out(english_runs, fold_of, args.folds, "en",
                                lambda m, name, q, hits: le.decide(m, retrievers[name], q, hits))
