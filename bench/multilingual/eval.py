@@ -7,12 +7,12 @@ NeurIPS 2018 questions). Grades are bench/lists' qrels. Metrics are bench/lists/
 (imported, not copied): recall of the papers graded 2, precision of the listed papers graded 1
 or 2, abstention on absent topics.
 
-Held out, as bench/lists/eval.py does: five folds by question over the two conference slices'
-questions pooled (the same folds as English); the multilingual RelevanceModel is fitted on the
-Chinese questions of four folds and decides the fifth, so no figure comes from a question it
-was fitted on (in any language: a Japanese or German question is decided by the model of the
-fold its id belongs to). The seeds are decided by each fold's model, averaged. English is
-measured the same way with bench/lists' calibration, on the same questions.
+Held out: five folds by question over the Chinese questions of the slices measured (the seeds'
+too); the multilingual RelevanceModel is fitted (bench/lists' calibration, then without its
+topic gate) on four folds and decides the fifth, so no figure comes from a question it was
+fitted on in any language (a Japanese or German question is decided by the model of the fold
+its Chinese version is in). English is bench/lists' held-out recipe on the same questions
+(folds over the conference slices; the seeds decided by each fold's model, averaged).
 
     python bench/multilingual/eval.py --home DIR [--data ../shared/data/mlconf] [--fit] [--json]
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -90,22 +91,30 @@ def foreign_runs(retriever, questions: list) -> list:
     return runs
 
 
-def folds_of(english_pooled: list, folds: int) -> dict[str, int]:
-    """bench/lists/eval.py's folds (the same permutation of the same pooled questions)."""
+def key(q) -> str:
+    return f"{q.slice}:{q.qid}"
+
+
+def folds_of(pooled: list, folds: int) -> dict[str, int]:
+    """Folds by question: bench/lists/eval.py's for its pooled questions (the same
+    permutation), and so for the Chinese questions of the slices they are fitted on."""
     rng = np.random.default_rng(0)
-    return {run[0].qid: f for run, f in zip(
-        english_pooled, rng.permutation(np.arange(len(english_pooled)) % folds), strict=True)}
+    return {key(run[0]): f for run, f in zip(
+        pooled, rng.permutation(np.arange(len(pooled)) % folds), strict=True)}
 
 
 def held_out(runs_by_slice: dict, fold_of: dict[str, int], folds: int, train_language: str,
-             decide) -> tuple[dict, list]:
-    """Per (slice, language): the held-out rows; and the fold models."""
-    pooled = [run for name in le.SLICES for run in runs_by_slice.get((name, train_language), [])]
-    models = [le.calibrate([r for r in pooled if fold_of[r[0].qid] != f]) for f in range(folds)]
+             decide, slices=le.SLICES, gate: bool = True) -> tuple[dict, list]:
+    """Per (slice, language): the held-out rows; and the fold models (`gate=False`: fitted,
+    then without the topic gate, as MULTILINGUAL_LIST_MODEL ships)."""
+    pooled = [run for name in slices for run in runs_by_slice.get((name, train_language), [])]
+    models = [le.calibrate([r for r in pooled if fold_of[key(r[0])] != f]) for f in range(folds)]
+    if not gate:
+        models = [type(m)(m.weights, m.bias, m.threshold) for m in models]
     rows: dict = {}
     for (name, language), runs in runs_by_slice.items():
         for q, hits, _ in runs:
-            chosen = models if name == "seeds" else [models[fold_of[q.qid]]]
+            chosen = [models[fold_of[key(q)]]] if key(q) in fold_of else models
             for model in chosen:
                 rows.setdefault((name, language), []).append(
                     le.question_scores(decide(model, name, q, hits), q))
@@ -119,6 +128,8 @@ def main() -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--fit", action="store_true", help="print the model fitted on all")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cache", type=Path, metavar="FILE",
+                        help="keep the candidate runs here and reuse them (calibration only)")
     parser.add_argument("--slices", default=",".join(SLICE_NAMES),
                         help="which of nips2018, acl2022, seeds (folds pool the conference ones)")
     args = parser.parse_args()
@@ -128,21 +139,33 @@ def main() -> int:
     from ragqa.retrieve import LIST_MODEL, MULTILINGUAL_LIST_MODEL
 
     retrievers, english_runs, foreign = {}, {}, {}
+    cached = pickle.loads(args.cache.read_bytes()) if args.cache and args.cache.is_file() \
+        else {}
     for name in args.slices.split(","):
         questions = [q for q in le.load_questions(name) if q.grades]
         retrievers[name] = retriever_for(args.home, args.data, name)
-        english_runs[(name, "en")] = le.candidate_runs(retrievers[name], questions)
+        english_runs[(name, "en")] = cached.get((name, "en")) or \
+            le.candidate_runs(retrievers[name], questions)
         for language in LANGUAGES:
             asked = translated(name, language, questions)
             if asked:
-                foreign[(name, language)] = foreign_runs(retrievers[name], asked)
+                foreign[(name, language)] = cached.get((name, language)) or \
+                    foreign_runs(retrievers[name], asked)
+    if args.cache:
+        args.cache.write_bytes(pickle.dumps({**english_runs, **foreign}))
     pooled = [run for name in le.SLICES for run in english_runs.get((name, "en"), [])]
     fold_of = folds_of(pooled, args.folds)
     english_rows, _ = held_out(english_runs, fold_of, args.folds, "en",
                                lambda m, name, q, hits: le.decide(m, retrievers[name], q, hits))
+    # The multilingual model learns from every slice's Chinese questions, the seeds' too (29
+    # papers are where a new user asks first), in folds of their own.
+    fitted = [*le.SLICES, "seeds"]
+    foreign_folds = folds_of([r for name in fitted for r in foreign.get((name, "zh"), [])],
+                             args.folds)
     foreign_rows, models = held_out(
-        foreign, fold_of, args.folds, "zh",
-        lambda m, name, q, hits: [h.paper.paper_id for h in m.keep(list(hits))])
+        foreign, foreign_folds, args.folds, "zh",
+        lambda m, name, q, hits: [h.paper.paper_id for h in m.keep(list(hits))],
+        slices=fitted, gate=False)
     report: dict = {"slices": {}, "fold_models": [str(m) for m in models]}
     for (name, language), runs in foreign.items():
         ids = {q.qid for q, _, _ in runs}
@@ -173,8 +196,9 @@ def main() -> int:
         if held.get("recall") is not None and english.get("recall"):
             entry[language]["recall_ratio"] = round(held["recall"] / english["recall"], 3)
     if args.fit:
-        zh = [run for name in le.SLICES for run in foreign.get((name, "zh"), [])]
-        report["fitted_on_all"] = str(le.calibrate(zh))
+        zh = [run for name in fitted for run in foreign.get((name, "zh"), [])]
+        model = le.calibrate(zh)
+        report["fitted_on_all"] = str(type(model)(model.weights, model.bias, model.threshold))
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
