@@ -195,11 +195,11 @@ LIST_MODEL = RelevanceModel(
 # vectors: the same signals, but z measured in the multilingual space (its cosines have another
 # scale) and BM25 on the question's Latin-script words only. Fitted by
 # bench/multilingual/eval.py --fit on the translated dev questions (held-out figures: README).
-# No topic gate: fitted, it silenced most real topics (held-out recall 0.27 with it, 0.39
+# No topic gate: fitted, it silenced most real topics (held-out recall 0.27 with it, 0.40
 # without, on NeurIPS 2018 in Chinese), so a foreign question on an absent topic gets a list.
 MULTILINGUAL_LIST_MODEL = RelevanceModel(
-    weights=(-1.189, 1.9483, 0.6805, 0.1098, 0.0466, 4.4944, 0.5927, 0.124, 6.5677),
-    bias=-0.3134, threshold=0.73)
+    weights=(-1.1363, 1.9092, 0.534, 0.1416, 0.0595, 6.7468, 0.5978, 0.3071, 3.0599),
+    bias=-0.7251, threshold=0.77)
 # Words of a question in another language that BM25 can use: Latin-script words, acronyms and
 # names ("哪些论文研究 full-duplex speech?" -> "full-duplex speech").
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'+.][A-Za-z0-9]+)*")
@@ -539,9 +539,11 @@ class Retriever:
                                            multi.encoder.embedder_id)
 
         first_round = multilingual_z().max(axis=1) + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
-        # A wider core than English's: the multilingual first round is noisier (one wrong
-        # paper in a core of two would lead the English round astray).
-        core = np.argsort(-first_round)[:max(MULTILINGUAL_CORE, feedback_size(first_round))]
+        # A wider core than English's in a large collection: the multilingual first round is
+        # noisier (one wrong paper in a core of two leads the English round astray); in a small
+        # one, six papers would be a fifth of it, far more than one topic.
+        wide = min(MULTILINGUAL_CORE, max(FEEDBACK_MIN, self.total_papers // 15))
+        core = np.argsort(-first_round)[:max(wide, feedback_size(first_round))]
         centre = pool.vectors[core].mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-9)
         expanded_weights = self._expanded_query(query_terms, [pool.rows[i] for i in core])
