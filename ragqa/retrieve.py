@@ -198,7 +198,7 @@ LIST_MODEL = RelevanceModel(
 # (held-out figures: README). With ACL 2022's too, the fit gives BM25 on the question's Latin
 # words a negative weight (-2.1), which empties a mixed or French question's list: not shipped.
 # No topic gate: fitted, it silenced most real topics (held-out recall 0.27 with it, 0.40
-# without, on NeurIPS 2018 in Chinese, fitted there and on the seeds), so a foreign question on an absent topic gets a list.
+# without, on NeurIPS 2018 in Chinese), so a foreign question on an absent topic gets a list.
 MULTILINGUAL_LIST_MODEL = RelevanceModel(
     weights=(-1.1363, 1.9092, 0.534, 0.1416, 0.0595, 6.7468, 0.5978, 0.3071, 3.0599),
     bias=-0.7251, threshold=0.77)
