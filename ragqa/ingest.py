@@ -295,8 +295,9 @@ def collection_lock(folder: Path, timeout: float) -> Iterator[None]:
 
 def _pause_for_tests(stage: str) -> None:
     """Test-only hook (tests/test_reliability.py), not a setting: with RAGQA_TEST_PAUSE_AT set
-    to this stage ("deleted", "embedding", "upserted"), say so on stderr and wait for a line on
-    stdin, so that a test can kill -9 the ingest, or its Chroma server, at exactly that point."""
+    to this stage ("deleted", "embedding", "upserted", "multilingual-upserted"), say so on
+    stderr and wait for a line on stdin, so that a test can kill -9 the ingest, or its Chroma
+    server, at exactly that point."""
     if os.environ.get("RAGQA_TEST_PAUSE_AT") == stage:
         sys.stderr.write(f"ragqa-test-pause: {stage}\n")
         sys.stderr.flush()
@@ -523,6 +524,7 @@ def sync_multilingual(store: Store, encoder: Encoder, progress: Progress | None 
             vectors = encoder.embed([_chunk_input(meta, doc) for _, meta, doc in part])
             side.upsert([c for c, _, _ in part], vectors, [d for _, _, d in part],
                         [m for _, m, _ in part])
+            _pause_for_tests("multilingual-upserted")
             progress.advance(len(part))
         side.record_dimension(encoder.dimension)
         progress.finish()

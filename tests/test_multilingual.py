@@ -5,7 +5,9 @@ their English versions find, and a collection without those vectors says how to 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +93,33 @@ def test_collection_without_multilingual_vectors_says_how_to_add_them(ragqa, hom
     from ragqa.app import collections_json
 
     assert collections_json(settings) == [{"name": "default"}]
+
+
+def test_adding_multilingual_vectors_survives_kill_9(ragqa, home, seeds_copy):
+    assert ragqa("ingest", str(seeds_copy), "--quiet").exit_code == 0
+    env = {**os.environ, "RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent",
+           "RAGQA_TEST_PAUSE_AT": "multilingual-upserted"}
+    process = subprocess.Popen([sys.executable, "-m", "ragqa", "ingest", "--multilingual",
+                                "--quiet"], env=env, text=True, stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:  # the first batch of 32 is written: kill it there
+            if line.strip() == "ragqa-test-pause: multilingual-upserted":
+                break
+        else:
+            pytest.fail("the ingest ended before writing a batch")
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait(timeout=60)
+    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
+    store = Store(settings, "default", make_encoder(settings))
+    assert store.multilingual_store(MultilingualE5()).count() == 32
+    again = json.loads(ragqa("ingest", "--multilingual", "--json").stdout)
+    assert again["multilingual_embedded"] == store.count() - 32  # only what was missing
+    assert again["multilingual_chunks"] == store.count()
+    assert set(_found(ragqa, FULL_DUPLEX_ZH)) >= {MOSHI_RAG, TAU_VOICE}
 
 
 def test_a_corrupt_multilingual_model_file_is_refused(tmp_path: Path):
