@@ -30,7 +30,7 @@ from ragqa.citations import abstains, degenerate_reason, normalise_citations, st
 from ragqa.corpus import contribution_sentence, split_sentences, strip_marks
 from ragqa.messages import language_name, message, reason_text, shown_topic
 from ragqa.resources import bundled_dir
-from ragqa.retrieve import Filters, Hit, is_list_question, topic_of
+from ragqa.retrieve import Filters, Hit, SearchResult, is_list_question, topic_of
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -578,23 +578,36 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     language = detect_language(question)
     notice = ""
     translated = False
-    if query is None and language != "English":
-        if llm:
-            translated = True
-            query = llm.complete(fill(load_prompt("translate", settings),
-                                      question=question)).strip() or question
-        else:
-            notice = message("notice.untranslated", language,
-                             language=language_name(language, language))
+    # A question in another language is searched with the collection's multilingual vectors
+    # (Retriever.search_foreign), and with an LLM's translation too when there is an LLM.
+    foreign = query is None and language != "English"
+    if foreign and llm:
+        translated = True
+        query = llm.complete(fill(load_prompt("translate", settings),
+                                  question=question)).strip() or question
     query = query or question
     follow_up = llm is None and filters is not None and bool(filters.paper_ids)
+
+    def search(**options) -> SearchResult:
+        if foreign:
+            return retriever.search_foreign(question, filters=filters,
+                                            translation=query if translated else None, **options)
+        return retriever.search(query, filters=filters, **options)
+
     # Offline, every paper that passes the cut is listed; an LLM reads at most MAX_SOURCES. A
     # chat follow-up about papers already found, offline, reads all of those papers for it.
     searched = time.monotonic()
     # A machine translation's words are not the user's ("脉冲神经网络" came back as "pulse neural
-    # networks"): no word rule may silence it.
-    result = retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters,
-                              cut=not follow_up, word_rules=not translated)
+    # networks"): no word rule may silence it (search_foreign searches it so).
+    result = (search(k=k or (MAX_SOURCES if llm else None), cut=not follow_up) if foreign else
+              retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters,
+                               cut=not follow_up, word_rules=not translated))
+    if result.multilingual.startswith("english"):  # no multilingual vectors: say how to add them
+        what = "translation" if translated else "question"
+        notice = message("notice.no_multilingual", language,
+                         language=language_name(language, language),
+                         collection=retriever.store.name,
+                         what=message(f"notice.what.{what}", language))
     timings = {"retrieval_ms": _ms(searched)}
     hits, total = result.hits, result.total_papers
     written = None
@@ -613,8 +626,8 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
         timings.update(written.timings)
     timings["total_ms"] = _ms(started)
     # Nothing addresses it: say so, and show what came nearest apart, uncited.
-    closest = retriever.search(query, k=CLOSEST_MATCHES, filters=filters, cut=False,
-                               sentences=False).hits if not checked.citations else []
+    closest = search(k=CLOSEST_MATCHES, cut=False, sentences=False).hits \
+        if not checked.citations else []
     fallback = written.fallback if written else ""
     return Answer(question, "llm" if llm and not fallback else "extractive", checked.text,
                   checked.citations, checked.unsupported, checked.dropped, hits, total, query,

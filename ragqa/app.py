@@ -72,6 +72,15 @@ def start_loading_encoder(settings: Settings) -> Future[Encoder]:
     return loading
 
 
+def multilingual_encoder(settings: Settings, wanted: bool):
+    """The multilingual encoder when wanted (it loads its model on first use), else None."""
+    if not wanted:
+        return None
+    from ragqa.embeddings import make_multilingual_encoder
+
+    return make_multilingual_encoder(settings)
+
+
 def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = None
                ) -> Store:
     """The collection's Store; `loading`, an encoder already loading (start_loading_encoder)."""
@@ -86,9 +95,21 @@ def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = 
     return Store(settings, name, encoder)
 
 
+def is_foreign(question: str | None) -> bool:
+    """Whether a question is in another language than English (the check costs an import of
+    ragqa.answer: only made for a question that is not plain ASCII)."""
+    if not question or question.isascii():
+        return False
+    from ragqa.answer import detect_language
+
+    return detect_language(question) != "English"
+
+
 def open_for_query(settings: Settings, name: str, quiet: bool = False,
-                   store: Store | None = None) -> Retriever:
-    """The retriever of a collection; a collection never filled gets the bundled seeds first."""
+                   store: Store | None = None, question: str | None = None) -> Retriever:
+    """The retriever of a collection; a collection never filled gets the bundled seeds first,
+    with multilingual vectors when the question that fills it is in another language (29
+    papers: seconds; an English first question pays nothing for them)."""
     from ragqa.ingest import finish_interrupted_rebuild, ingest_paths
     from ragqa.resources import seed_files
     from ragqa.retrieve import Retriever
@@ -99,7 +120,8 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
         if not quiet:
             sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
                              "ICML 2026 seeds (29 abstracts) first\n")
-        ingest_paths(store, seed_files(), only_if_empty=True)
+        ingest_paths(store, seed_files(), only_if_empty=True,
+                     multilingual=multilingual_encoder(settings, is_foreign(question)))
     return Retriever(store)
 
 
@@ -137,7 +159,11 @@ def search_json(result: SearchResult, collection: str) -> dict:
 
 def search(retriever: Retriever, question: str, k: int | None = None, cut: bool = True,
            filters: Filters | None = None) -> SearchResult:
-    """`ragqa search`: every relevant paper (or the top k), or the top k (10) without the cut."""
+    """`ragqa search`: every relevant paper (or the top k), or the top k (10) without the cut.
+    A question in another language is searched with the multilingual vectors."""
+    if is_foreign(question):
+        return retriever.search_foreign(question, k=k or (None if cut else 10),
+                                        filters=filters, cut=cut)
     return retriever.search(question, k=k or (None if cut else 10), filters=filters, cut=cut)
 
 
@@ -180,14 +206,14 @@ def turn_json(session: Session, turn: Turn) -> dict:
 def collections_json(settings: Settings) -> list[dict]:
     """The ragqa collections of the store, by name."""
     from ragqa.ingest import REBUILD_SUFFIX
-    from ragqa.store import StoreError, describe_chroma_error, open_client
+    from ragqa.store import MULTILINGUAL_SUFFIX, StoreError, describe_chroma_error, open_client
 
     try:
         names = [str(getattr(c, "name", c)) for c in open_client(settings).list_collections()]
     except Exception as exc:  # noqa: BLE001 - a store that cannot list is a store error
         raise StoreError(describe_chroma_error(settings, exc)) from None
     return [{"name": n[len("ragqa_"):]} for n in sorted(names)
-            if n.startswith("ragqa_") and not n.endswith(REBUILD_SUFFIX)]
+            if n.startswith("ragqa_") and not n.endswith((REBUILD_SUFFIX, MULTILINGUAL_SUFFIX))]
 
 
 # ---------------------------------------------------------------- one process, many requests

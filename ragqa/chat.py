@@ -230,8 +230,12 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: C
     filters = Filters(paper_ids=frozenset(papers)) if papers else None
     answer = answer_question(retriever, condensed.standalone, llm=llm, on_token=on_token,
                              filters=filters, query=condensed.query)
-    if papers and not answer.citations:
+    if papers and not answer.citations and (llm or detect_language(question) == "English"):
         # The follow-up is about none of the earlier papers: search everything for its topic.
+        # Not offline for a question in another language: its words match no English sentence
+        # of those papers, and the multilingual list decision has no topic gate yet, so a search
+        # of everything would list papers about something else (README, "Questions in other
+        # languages").
         answer = answer_question(retriever, condensed.query, llm=None)
     record = {**answer.as_json(), "question": question}
     turn = Turn(question, condensed.standalone, record, [c.paper_id for c in answer.citations])

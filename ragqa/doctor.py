@@ -36,7 +36,15 @@ def _store(settings: Settings, name: str) -> str:
     if not store.exists():
         return f"{where}; collection {name!r} not created yet"
     store.collection()  # raises if another embedder built it
-    return f"{where}; collection {name!r}: {store.count()} chunks"
+    detail = f"{where}; collection {name!r}: {store.count()} chunks"
+    if store.multilingual_embedder():  # the sibling collection (ingest --multilingual)
+        from ragqa.embeddings import make_multilingual_encoder
+
+        side = store.multilingual_store(make_multilingual_encoder(settings))
+        detail += f", {side.count()} with multilingual vectors"
+    else:
+        detail += "; no multilingual vectors (`ragqa ingest --multilingual` adds them)"
+    return detail
 
 
 def _llm(settings: Settings) -> str:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ragqa import lexical
 from ragqa.corpus import Paper, ReadReport, read_sources, split_sentences
 from ragqa.embeddings import Encoder
-from ragqa.store import PaperState, Store, chunk_metadata, local_dir
+from ragqa.store import IndexMismatchError, PaperState, Store, chunk_metadata, local_dir
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 PAPERS_PER_BATCH = 256  # one upsert each; big enough that length-sorted batches pad little
 WRITES_AHEAD = 2  # embedded batches that may wait for the writer: bounds the memory they hold
 REBUILD_SUFFIX = "__rebuild"
+MULTILINGUAL_PER_BATCH = 32  # chunks a multilingual upsert: what a kill can lose
 BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieve.py)
 
 
@@ -70,6 +71,12 @@ class IngestReport:
     lexical_rebuilt: bool = False
     seconds: float = 0.0
     skipped_messages: list[str] = field(default_factory=list)
+    # Multilingual vectors (ingest --multilingual): whether the collection keeps them, how many
+    # chunks got one in this run, and how many chunks have one now.
+    multilingual: bool = False
+    multilingual_embedded: int = 0
+    multilingual_chunks: int = 0
+    multilingual_seconds: float = 0.0
 
 
 class Phases:
@@ -288,8 +295,9 @@ def collection_lock(folder: Path, timeout: float) -> Iterator[None]:
 
 def _pause_for_tests(stage: str) -> None:
     """Test-only hook (tests/test_reliability.py), not a setting: with RAGQA_TEST_PAUSE_AT set
-    to this stage ("deleted", "embedding", "upserted"), say so on stderr and wait for a line on
-    stdin, so that a test can kill -9 the ingest, or its Chroma server, at exactly that point."""
+    to this stage ("deleted", "embedding", "upserted", "multilingual-upserted"), say so on
+    stderr and wait for a line on stdin, so that a test can kill -9 the ingest, or its Chroma
+    server, at exactly that point."""
     if os.environ.get("RAGQA_TEST_PAUSE_AT") == stage:
         sys.stderr.write(f"ragqa-test-pause: {stage}\n")
         sys.stderr.flush()
@@ -475,12 +483,63 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     return report
 
 
+def _chunk_input(meta: dict, document: str) -> str:
+    """What a chunk's vectors embed (as embedding_input, from the chunk's record)."""
+    return document if meta.get("title_derived") else f"{meta.get('title', '')}. {document}"
+
+
+def sync_multilingual(store: Store, encoder: Encoder, progress: Progress | None = None
+                      ) -> tuple[int, int]:
+    """Bring the sibling collection of multilingual vectors in line with the collection's
+    chunks: a chunk gets one when the sibling lacks its id or holds another text for it (by the
+    paper's content hash); sibling records whose chunk is gone are deleted. Each batch is its
+    own upsert, so a killed run keeps what it embedded and the next one adds the rest.
+    Returns (chunks embedded now, chunks with a multilingual vector)."""
+    progress = progress or Progress()
+    side = store.multilingual_store(encoder)
+    held: dict[str, str] = {}
+    if side.exists():
+        for ids, metas, _ in side.chunk_pages(with_documents=False):
+            held.update((i, str(m.get("content_hash", ""))) for i, m in zip(ids, metas,
+                                                                           strict=True))
+    wanted: dict[str, str] = {}
+    todo: list[tuple[str, dict, str]] = []
+    if store.exists():
+        for ids, metas, documents in store.chunk_pages(with_documents=True):
+            for chunk_id, meta, document in zip(ids, metas, documents, strict=True):
+                wanted[chunk_id] = str(meta.get("content_hash", ""))
+                if held.get(chunk_id) != wanted[chunk_id]:
+                    # The chunk's filter fields, not the paper's text: that is in the collection.
+                    todo.append((chunk_id, {k: v for k, v in meta.items()
+                                            if k not in ("paper_text", "extra_json")}, document))
+    stale = [i for i in held if i not in wanted]  # a changed chunk is simply overwritten
+    if stale:
+        side.delete_chunks(stale)
+    if todo:
+        progress.stage(f"Adding multilingual vectors to {len(todo)} chunks")
+        progress.start(len(todo))
+        side.collection(create=True)
+        for start in range(0, len(todo), MULTILINGUAL_PER_BATCH):
+            part = todo[start : start + MULTILINGUAL_PER_BATCH]
+            vectors = encoder.embed([_chunk_input(meta, doc) for _, meta, doc in part])
+            side.upsert([c for c, _, _ in part], vectors, [d for _, _, d in part],
+                        [m for _, m, _ in part])
+            _pause_for_tests("multilingual-upserted")
+            progress.advance(len(part))
+        side.record_dimension(encoder.dimension)
+        progress.finish()
+    return len(todo), len(wanted)
+
+
 def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
                    rebuild: bool = False, progress: Progress | None = None,
-                   only_if_empty: bool = False) -> IngestReport:
+                   only_if_empty: bool = False,
+                   multilingual: Encoder | None = None) -> IngestReport:
     """Ingest parsed sources (parse with `read_sources` first, so bad input fails before
     anything is opened or written). `rebuild` re-embeds the whole collection (see `rebuild`).
-    `only_if_empty` ingests nothing into a collection that holds papers once the lock is ours."""
+    `only_if_empty` ingests nothing into a collection that holds papers once the lock is ours.
+    `multilingual` (an encoder): the collection keeps a multilingual vector per chunk from now
+    on; a collection that keeps them gets them for its new papers in every ingest."""
     read = read or ReadReport([], [])
     with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout):
         finish_interrupted_rebuild(store)
@@ -490,16 +549,41 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
             # must read what that ingest wrote with a client that did not see it empty.
             store.reopen()
             return IngestReport(collection=store.name)
+        kept_by = store.multilingual_embedder()  # before a rebuild makes a new collection
         if rebuild:
             report = _rebuild(store, read.papers, progress)
         else:
             report = ingest_papers(store, read.papers, prune=prune, progress=progress)
+        _keep_multilingual(store, report, kept_by, multilingual, progress)
     report.skipped_bad = len(read.skipped)
     report.records_read, report.without_abstract = read.records_read, read.without_abstract
     if read.partial:  # papers of an earlier slice are still in the files, not gone from them
         report.not_in_sources = 0
     report.skipped_messages = [str(e) for e in read.skipped]
     return report
+
+
+def _keep_multilingual(store: Store, report: IngestReport, kept_by: str,
+                       asked: Encoder | None, progress: Progress | None) -> None:
+    """Add (asked) or keep in step (the collection keeps them) the multilingual vectors."""
+    if not asked and not kept_by:
+        return
+    from ragqa.embeddings import make_multilingual_encoder
+
+    encoder = asked or make_multilingual_encoder(store.settings)
+    if kept_by and kept_by != encoder.embedder_id:
+        raise IndexMismatchError(
+            f"collection {store.name!r} keeps multilingual vectors of {kept_by}, not "
+            f"{encoder.embedder_id}; run `ragqa ingest --rebuild --multilingual`")
+    if not store.exists():
+        return
+    store.mark_multilingual(encoder.embedder_id)
+    started = time.perf_counter()
+    with PHASES.phase("multilingual vectors"):
+        report.multilingual_embedded, report.multilingual_chunks = sync_multilingual(
+            store, encoder, progress)
+    report.multilingual = True
+    report.multilingual_seconds = time.perf_counter() - started
 
 
 def _rebuild_store(store: Store) -> Store:

@@ -32,10 +32,13 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.cited_nothing": "The model's answer cited none of the retrieved papers, and no "
                                 "sentence of them supports it, so it is not shown as an answer.",
         "answer.also_relevant": "Also relevant:",
-        "notice.untranslated": "The question looks {language}; the abstracts are English, and "
-                               "without an LLM ragqa cannot translate it. These are the closest "
-                               "matches; set OPENAI_BASE_URL or OPENAI_API_KEY for a translated, "
-                               "written answer.",
+        "notice.no_multilingual": "The question looks {language}; the abstracts are English, "
+                                  "and collection “{collection}” keeps no multilingual vectors, "
+                                  "so the English model matched {what}. Run `ragqa ingest "
+                                  "--multilingual --collection {collection}` to add them (about "
+                                  "8× the embedding time of its papers).",
+        "notice.what.question": "the question as it is, poorly",
+        "notice.what.translation": "its machine translation",
         "notice.cut_short": "The model stopped at its output limit: the answer may end "
                             "mid-sentence or leave papers out.",
         "notice.unusable": "The model's answer was unusable ({reason}); shown instead: "
@@ -104,9 +107,12 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.cited_nothing": "模型的回答没有引用任何检索到的论文，这些论文中也没有句子支持它，"
                                 "因此不作为回答显示。",
         "answer.also_relevant": "其他相关论文：",
-        "notice.untranslated": "问题似乎是{language}，而论文摘要是英文的；未配置 LLM 时 ragqa "
-                               "无法翻译问题。以下是最接近的结果；设置 OPENAI_BASE_URL 或 "
-                               "OPENAI_API_KEY，即可先翻译再检索，并获得由模型撰写的回答。",
+        "notice.no_multilingual": "问题似乎是{language}，而论文摘要是英文的；"
+                                  "集合“{collection}”没有多语言向量，因此由英文模型匹配{what}。"
+                                  "运行 `ragqa ingest --multilingual --collection {collection}` "
+                                  "即可添加（嵌入时间约为其论文的 8 倍）。",
+        "notice.what.question": "问题原文，效果较差",
+        "notice.what.translation": "其机器翻译",
         "notice.cut_short": "模型的输出达到了长度上限：回答可能在句中截断，或遗漏部分论文。",
         "notice.unusable": "模型的回答无法使用（{reason}），改为显示：{instead}。",
         "notice.context": "检索到的 {found} 篇论文中有 {left} 篇超出了模型的上下文长度"

@@ -58,6 +58,10 @@ class Renderer:
                 f"{report.papers_total} papers in all ({report.chunks} chunks embedded, "
                 f"{report.seconds:.1f} s)")
         self.console.print(line)
+        if report.multilingual:
+            self.console.print(f"Multilingual vectors: {report.multilingual_embedded} chunks "
+                               f"embedded, {report.multilingual_chunks} in all, "
+                               f"{report.multilingual_seconds:.1f} s")
         if report.without_abstract:
             self.err.print(f"{report.without_abstract} BibTeX entries have no abstract: skipped")
         if report.skipped_bad:

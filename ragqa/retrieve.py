@@ -182,11 +182,75 @@ REFERENCE_DIR = Path(__file__).parent / "data"
 # A collection of this many papers counts half, the reference half, in the list decision's
 # background (ragqa.retrieve.Retriever._list_z).
 REFERENCE_PAPERS = 200
+# Multilingual vectors sampled for that space's background (ragqa.retrieve.Retriever).
+MULTILINGUAL_BACKGROUND = 2000
+MULTILINGUAL_CORE = 6  # first-round papers that make a foreign question's feedback, at least
+SENTENCE_TERMS = 8  # feedback words that choose a foreign question's best sentences
 # Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
 LIST_MODEL = RelevanceModel(
     weights=(-0.1869, 0.8739, 1.231, 0.9233, -0.1671, 18.9515, 0.3057, -0.0747, 5.344),
     bias=-3.6477, threshold=0.91, gate_weights=(10.932, 2.2547, 15.9626), gate_bias=-13.3873,
     gate=0.4)
+# The list decision for a question in another language, searched with the multilingual
+# vectors: the same signals, but z measured in the multilingual space (its cosines have another
+# scale) and BM25 on the question's Latin-script words only. Fitted by
+# `bench/multilingual/eval.py --slices nips2018,seeds --fit` on the Chinese dev questions
+# (held-out figures: README). With ACL 2022's too, the fit gives BM25 on the question's Latin
+# words a negative weight (-2.1), which empties a mixed or French question's list: not shipped.
+# No topic gate: fitted, it silenced most real topics (held-out recall 0.27 with it, 0.40
+# without, on NeurIPS 2018 in Chinese), so a foreign question on an absent topic gets a list.
+MULTILINGUAL_LIST_MODEL = RelevanceModel(
+    weights=(-1.1363, 1.9092, 0.534, 0.1416, 0.0595, 6.7468, 0.5978, 0.3071, 3.0599),
+    bias=-0.7251, threshold=0.77)
+# Words of a question in another language that BM25 can use: Latin-script words, acronyms and
+# names ("哪些论文研究 full-duplex speech?" -> "full-duplex speech").
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'+.][A-Za-z0-9]+)*")
+# "Which papers" in the languages the translated dev questions are in (Chinese, Japanese,
+# German) and a few more: a list question (the English _LIST_QUESTION cannot read them).
+_FOREIGN_LIST_QUESTION = re.compile(
+    r"哪些|哪几|有什么论文|有什么研究|什么论文|列出|列举|找出|找一下|相关的?论文|的论文|的研究"
+    r"|どの論文|どんな論文|論文を|論文は|論文が|研究は|一覧"
+    r"|어떤 논문|논문"
+    r"|\b(?:welche|gibt es|liste|finde|quels|quelles|cuáles|qué artículos|quais)\b",
+    re.IGNORECASE)
+
+
+# The frame of a "which papers" question in those languages, taken off for a second query
+# vector of the topic alone ("哪些论文研究脉冲神经网络？" -> "脉冲神经网络"), as topic_of does in
+# English.
+_FOREIGN_FRAME = re.compile(
+    r"^(?:我在找|我想找|请|帮我)?(?:列出|列举|找一下|找出|找)?(?:有没有|有哪些|哪些|是否有)?"
+    r"(?:论文|研究|工作)?(?:在|是|是关于|关于|研究|涉及|提出了?|做|用|处理)?"
+    r"|(?:的|相关的)?(?:论文|研究|工作)(?:有哪些|是哪些)?[？?。.！!]*$"
+    r"|[？?。.！!]+$"
+    r"|(?:を|に)?(?:研究している|扱っている|関する|提案している)?(?:論文|研究)(?:はどれですか|を挙げてください"
+    r"|を探しています)?[？?。.]*$"
+    r"|^(?:welche|nenne|finde)\s+(?:die\s+)?(?:arbeiten|papers?|studien)\s+"
+    r"(?:befassen sich mit|beschäftigen sich mit|untersuchen|handeln von|nutzen|erzeugen|"
+    r"erkennen|schlagen)?\s*", re.IGNORECASE)
+
+
+def foreign_topic(question: str) -> str:
+    """A question in another language without its "which papers" frame (the question itself
+    when nothing is left)."""
+    topic = question.strip()
+    for _ in range(3):
+        stripped = _FOREIGN_FRAME.sub("", topic).strip()
+        if stripped == topic:
+            break
+        topic = stripped
+    return topic if len(topic) >= 2 else question.strip()
+
+
+def latin_words(question: str) -> str:
+    """The Latin-script words of a question written in another script, for BM25."""
+    return " ".join(_LATIN_WORD.findall(question))
+
+
+def is_foreign_list_question(question: str) -> bool:
+    return bool(_FOREIGN_LIST_QUESTION.search(question)) or is_list_question(question)
+
+
 _QUESTION_FRAME = re.compile(
     r"^\s*(?:(?:which|what|list|find|show(?: me)?|are there|is there|give me)\s+)?"
     r"(?:(?:all|any|the)\s+)?(?:papers?|works?|studies|articles|abstracts|research)\s+"
@@ -303,6 +367,11 @@ class SearchResult:
     considered: int = 0
     cut_applied: bool = True
     filters: dict = field(default_factory=dict)
+    # How a question in another language was searched: "multilingual" (its own multilingual
+    # vectors), "translated+multilingual" (an LLM's translation and those, merged), "english" or
+    # "english+translation" (the collection keeps no multilingual vectors: the English model
+    # matched the question itself, or its translation; the answer says how to add them).
+    multilingual: str = ""
 
 
 def topic_of(question: str) -> str:
@@ -347,10 +416,165 @@ class Retriever:
                     sync_lexical(store)
                     index = lexical.open_current(folder)
         self.lexical: LexicalIndex | None = index
+        self._multilingual: tuple[Store, np.ndarray | None] | None = None
 
     @property
     def total_papers(self) -> int:
         return self.lexical.size if self.lexical else 0
+
+    def multilingual_side(self) -> tuple[Store, np.ndarray | None] | None:
+        """The sibling collection of multilingual vectors and its background sample, or None
+        when the collection keeps none (opened, and its model loaded, on first use)."""
+        if self._multilingual is None:
+            embedder = self.store.multilingual_embedder() if self.store.exists() else ""
+            if not embedder:
+                return None
+            from ragqa.embeddings import make_multilingual_encoder
+
+            encoder = make_multilingual_encoder(self.store.settings)
+            side = self.store.multilingual_store(encoder)
+            if not side.exists() or not side.count():
+                return None
+            side.collection()  # refuses a sibling another multilingual model built
+            pids = self.lexical.paper_ids_by_index(range(self.total_papers)) \
+                if self.lexical else []
+            background = side.sample_vectors(pids, MULTILINGUAL_BACKGROUND) if pids else None
+            self._multilingual = (side, background)
+        return self._multilingual
+
+    def search_foreign(self, question: str, k: int | None = None,
+                       filters: Filters | None = None, cut: bool = True,
+                       sentences: bool = True, translation: str | None = None,
+                       rule: CutRule | RelevanceModel | None = None) -> SearchResult:
+        """A question in another language. With the collection's multilingual vectors: the
+        dense side searches them with the question itself, BM25 its Latin-script words; with a
+        `translation` (an LLM's), that is searched as an English question too and the two
+        lists are merged. Without multilingual vectors: the translation, else the question as
+        it is (the English model ranks it poorly); `multilingual` says which."""
+        side = self.multilingual_side()
+        if side is None:
+            result = self.search(translation or question, k, filters, cut, sentences,
+                                 word_rules=translation is None)
+            result.multilingual = "english+translation" if translation else "english"
+            return result
+        result = self._search_multilingual(question, side, k, filters, cut, sentences, rule)
+        if translation:
+            english = self.search(translation, k, filters, cut, sentences, word_rules=False)
+            result = merge_results(result, english, k)
+            result.multilingual = "translated+multilingual"
+        return result
+
+    def _search_multilingual(self, question: str, side: tuple[Store, np.ndarray | None],
+                             k: int | None, filters: Filters | None, cut: bool,
+                             sentences: bool, rule: CutRule | RelevanceModel | None
+                             ) -> SearchResult:
+        filters = filters or Filters()
+        if not self.lexical or not self.lexical.size:
+            return SearchResult(question, [], 0, filters=filters.as_dict(),
+                                multilingual="multilingual")
+        rule = rule or (MULTILINGUAL_LIST_MODEL if is_foreign_list_question(question)
+                        else CUT_FOR_CLAIMS)
+        n = max(self.store.settings.candidates, k or 0)
+        allowed = (self.lexical.indices_matching(filters.venue, filters.year, filters.paper_ids,
+                                                 filters.category)
+                   if filters else None)
+        hits, query_terms = self._multilingual_candidates(question, side, n, filters, allowed)
+        considered = len(hits)
+        if isinstance(rule, RelevanceModel):
+            hits = rule.keep(hits) if cut else rule.rank(hits)
+        else:
+            hits.sort(key=lambda h: -h.score)
+            self._mark_named(hits, latin_words(question))  # "EGG相对于PyTorch …": EGG's paper
+            if cut:
+                hits = relevance_cut(hits, rule)
+        if k:
+            hits = hits[:k]
+        self._read_papers(hits, query_terms if sentences else None)
+        return SearchResult(question, hits, self.total_papers, considered, cut,
+                            filters.as_dict(), multilingual="multilingual")
+
+    def _multilingual_candidates(self, question: str, side: tuple[Store, np.ndarray | None],
+                                 n: int, filters: Filters, allowed: np.ndarray | None
+                                 ) -> tuple[list[Hit], list[str]]:
+        """The candidates of a question in another language, with the list decision's signals
+        (as `_list_candidates`). The first round is the multilingual one: the question's
+        multilingual vector against the papers' (z against that space's background) and BM25
+        on its Latin-script words. Its best papers are then the feedback, in the English space:
+        their centre among the MiniLM vectors and their words added to BM25 (RM3), so that the
+        second round searches as an English question that found those papers would."""
+        assert self.lexical is not None
+        multi, background = side
+        topic = foreign_topic(question)
+        asked = [question, topic] if topic != question.strip() else [question]
+        query = multi.encoder.embed_queries(asked)  # type: ignore[attr-defined]
+        where = filters.chroma_where()
+        nearest = multi.query_many(query, n * 2, where)
+        latin = latin_words(question)
+        query_terms = self.lexical.query_terms(latin, extend=True) if latin else []
+        bm25 = np.zeros(self.lexical.size, dtype=np.float32)
+        for index, score in (self.lexical.search(latin, n, allowed, extend=True)
+                             if latin else []):
+            bm25[index] = score
+        pool = _CandidatePool(self.lexical, self.store)
+        pool.add_nearest(nearest)
+        pool.add_rows(np.flatnonzero(bm25))
+        if not pool.rows:
+            return [], query_terms
+        centre_m, spread_m = _background_of(background, query)
+        ideal = sum(self.lexical.idf(sorted(set(query_terms))).values()) or 1.0
+
+        def multilingual_z() -> np.ndarray:
+            """Papers x query vectors: z in the multilingual space."""
+            similarity = multi.paper_vectors(pool.pids) @ query.T
+            for j, found in enumerate(nearest):
+                for _, pid, sim in found:
+                    r = pool._row_of.get(pid)
+                    if r is not None and sim > similarity[r, j]:
+                        similarity[r, j] = sim
+            return self._against_reference(similarity, query, centre_m, spread_m,
+                                           multi.encoder.embedder_id)
+
+        first_round = multilingual_z().max(axis=1) + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
+        # A wider core than English's in a large collection: the multilingual first round is
+        # noisier (one wrong paper in a core of two leads the English round astray); in a small
+        # one, six papers would be a fifth of it, far more than one topic.
+        wide = min(MULTILINGUAL_CORE, max(FEEDBACK_MIN, self.total_papers // 15))
+        core = np.argsort(-first_round)[:max(wide, feedback_size(first_round))]
+        centre = pool.vectors[core].mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-9)
+        expanded_weights = self._expanded_query(query_terms, [pool.rows[i] for i in core])
+        expanded = self.lexical.weighted_scores(expanded_weights, allowed)
+        second = self.store.query_many(centre[None, :], n * 2, where)
+        pool.add_nearest(second)
+        best_expanded = np.argsort(-expanded)[:n]
+        pool.add_rows(best_expanded[expanded[best_expanded] > 0])
+
+        z_all = multilingual_z()
+        z_m, z_best = z_all[:, 0], z_all.max(axis=1)
+        feedback = pool.similarity(centre[None, :], second)
+        feedback[core, 0] = _leave_one_out(pool.vectors[core])
+        z_feedback = self._list_z(feedback, centre[None, :])[:, 0]
+        coverage = (self.lexical.coverage(query_terms, pool.rows).astype(np.float64)
+                    if query_terms else np.zeros(len(pool.rows)))
+        expanded_idf = self.lexical.idf(list(expanded_weights))
+        expanded_ideal = sum(w * expanded_idf[t] for t, w in expanded_weights.items())
+        signals = {"z": z_m, "z_best": z_best, "z_feedback": z_feedback, "coverage": coverage,
+                   "bm25_share": bm25[pool.rows] / ideal,
+                   "bm25_expanded": expanded[pool.rows] / (expanded_ideal or 1.0)}
+        for name in ("z", "z_feedback", "bm25_expanded"):
+            signals[f"{name}_relative"] = signals[name] - float(signals[name][core].mean())
+        # The fused score orders a fact question's candidates (CutRule): z and BM25 alike.
+        fused = min_max(list(z_best + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal))
+        similarity = multi.paper_vectors(pool.pids) @ query[0]
+        hits = [Hit(index, fused[r], float(similarity[r]), float(bm25[index]),
+                    chunk_id=pool.best_chunk.get(pool.pids[r], ""), z=float(z_m[r]),
+                    coverage=float(coverage[r]),
+                    signals={k: float(v[r]) for k, v in signals.items()})
+                for r, index in enumerate(pool.rows)]
+        # A paper's best sentence is chosen by English words: the question's own and the
+        # feedback's most telling ones (the question's other words are in no abstract).
+        telling = sorted(expanded_weights, key=lambda t: -expanded_weights[t])[:SENTENCE_TERMS]
+        return hits, list(dict.fromkeys([*query_terms, *telling]))
 
     def search(self, query: str, k: int | None = None, filters: Filters | None = None,
                cut: bool = True, sentences: bool = True,
@@ -551,7 +775,15 @@ class Retriever:
         the decision should mean the same at 29 papers as at 30,000. Embedders without a
         reference use the collection's background alone."""
         centre, spread = self._background(queries)
-        reference = reference_background(getattr(self.store.encoder, "embedder_id", ""))
+        return self._against_reference(similarity, queries, centre, spread,
+                                       getattr(self.store.encoder, "embedder_id", ""))
+
+    def _against_reference(self, similarity: np.ndarray, queries: np.ndarray,
+                           centre: np.ndarray, spread: np.ndarray, embedder_id: str
+                           ) -> np.ndarray:
+        """z of `similarity` against the collection's background (centre, spread per query),
+        shrunk towards the embedder's shipped reference as the collection gets small."""
+        reference = reference_background(embedder_id)
         if reference is not None:
             mean, covariance = reference
             weight = self.total_papers / (self.total_papers + REFERENCE_PAPERS)
@@ -669,6 +901,30 @@ class _CandidatePool:
                 if r is not None and sim > out[r, j]:
                     out[r, j] = sim
         return out
+
+
+def _background_of(background: np.ndarray | None, queries: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per query vector: the median similarity of a background sample and its robust spread
+    (plain cosine scaled so z 2.5 is 0.5 when there are too few papers to tell)."""
+    if background is None or len(background) < 5:
+        return np.zeros(len(queries)), np.full(len(queries), 0.2)
+    sims = background @ queries.T
+    centre = np.median(sims, axis=0)
+    return centre, np.maximum(1.4826 * np.median(np.abs(sims - centre), axis=0), 0.02)
+
+
+def merge_results(first: SearchResult, second: SearchResult, k: int | None) -> SearchResult:
+    """Two searches of one question (its multilingual vector, its translation) as one list:
+    every paper either kept, in the order of the better of its two probabilities (or scores)."""
+    best: dict[str, Hit] = {}
+    for hit in [*first.hits, *second.hits]:
+        held = best.get(hit.paper.paper_id)
+        if held is None or (hit.probability, hit.score) > (held.probability, held.score):
+            best[hit.paper.paper_id] = hit
+    hits = sorted(best.values(), key=lambda h: (-h.probability, -h.score))
+    return replace(first, hits=hits[:k] if k else hits,
+                   considered=first.considered + second.considered)
 
 
 def min_max(scores: Sequence[float]) -> list[float]:

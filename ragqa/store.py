@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from ragqa.embeddings import Encoder
 
 SCHEMA_VERSION = 1
+# The sibling collection that holds a second vector per chunk, in the multilingual embedder's
+# space (same chunk ids; Chroma keeps one embedding per record). Never listed as a collection.
+MULTILINGUAL_SUFFIX = "__multi"
+MULTILINGUAL_KEY = "ragqa_multilingual"  # in the main collection's metadata: its embedder id
 PAGE = 2000  # records per Chroma get(): bounded memory on large collections
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,55}[A-Za-z0-9]$|^[A-Za-z0-9]$")
 
@@ -163,9 +167,11 @@ def describe_chroma_error(settings: Settings, exc: Exception) -> str:
 class Store:
     """One ragqa collection in Chroma."""
 
-    def __init__(self, settings: Settings, collection: str, encoder: Encoder) -> None:
+    def __init__(self, settings: Settings, collection: str, encoder: Encoder,
+                 check_name: bool = True) -> None:
         self.settings = settings
-        self.name = validate_collection_name(collection)
+        # A sibling's name (NAME__multi) may pass the length users' names are held to.
+        self.name = validate_collection_name(collection) if check_name else collection
         self.encoder = encoder
         self._client = open_client(settings)
         self._collection = None
@@ -237,6 +243,41 @@ class Store:
         metadata = {k: v for k, v in (coll.metadata or {}).items() if not k.startswith("hnsw:")}
         self._call("recording the dimension", coll.modify, metadata={**metadata,
                                                                     "ragqa_dim": dimension})
+
+    # ------------------------------------------------------------ multilingual vectors
+
+    def multilingual_embedder(self) -> str:
+        """The multilingual embedder this collection keeps second vectors of ("" if none)."""
+        if not self.exists():
+            return ""
+        return str((self.collection(check=False).metadata or {}).get(MULTILINGUAL_KEY, ""))
+
+    def mark_multilingual(self, embedder_id: str) -> None:
+        """Record that this collection keeps multilingual vectors: every later ingest keeps
+        them in step with its papers."""
+        coll = self.collection(create=True)
+        if (coll.metadata or {}).get(MULTILINGUAL_KEY) == embedder_id:
+            return
+        metadata = {k: v for k, v in (coll.metadata or {}).items() if not k.startswith("hnsw:")}
+        self._call("recording the multilingual embedder", coll.modify,
+                   metadata={**metadata, MULTILINGUAL_KEY: embedder_id})
+
+    def multilingual_store(self, encoder: Encoder) -> Store:
+        """The sibling collection of this one's multilingual vectors."""
+        return Store(self.settings, f"{self.name}{MULTILINGUAL_SUFFIX}", encoder,
+                     check_name=False)
+
+    def chunk_pages(self, with_documents: bool) -> Iterator[tuple[list[str], list[dict],
+                                                                   list[str]]]:
+        """(ids, metadatas, documents) of every chunk, a page at a time."""
+        include = ["metadatas", "documents"] if with_documents else ["metadatas"]
+        for page in self._pages(None, include):
+            yield page["ids"], page["metadatas"], page.get("documents") or []
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        coll = self.collection()
+        for start in range(0, len(chunk_ids), 500):
+            self._call("deleting chunks", coll.delete, ids=list(chunk_ids[start : start + 500]))
 
     def reset(self) -> None:
         """Forget the cached collection handle (after a rename or drop by another Store)."""

@@ -9,6 +9,7 @@ vectors ship, no text). For a question vector q, the reference similarity has me
 standard deviation sqrt(q' cov q).
 
     python bench/lists/reference_background.py --home DIR
+    python bench/lists/reference_background.py --home DIR --multilingual   # e5's (issue 15)
 
 DIR is the RAGQA_HOME of bench/lists/eval.py (its nips2018 and acl2022 collections). Writes
 ragqa/data/background-<embedder>.npz.
@@ -29,19 +30,26 @@ OUT = Path(__file__).resolve().parents[2] / "ragqa" / "data"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--multilingual", action="store_true",
+                        help="the multilingual vectors' reference (ingest --multilingual)")
+    parser.add_argument("--slices", default=",".join(SLICES))
     args = parser.parse_args()
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
+    from ragqa.embeddings import make_encoder, make_multilingual_encoder
     from ragqa.retrieve import Retriever
     from ragqa.store import Store
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     encoder = make_encoder(settings)
     vectors = []
-    for name in SLICES:
+    for name in args.slices.split(","):
         retriever = Retriever(Store(settings, name, encoder))
         ids = [p.paper_id for p in retriever.lexical.all_papers()]
-        vectors.append(retriever.store.paper_vectors(ids))
+        store = retriever.store
+        if args.multilingual:
+            store = store.multilingual_store(make_multilingual_encoder(settings))
+        vectors.append(store.paper_vectors(ids))
+    encoder = store.encoder
     matrix = np.vstack(vectors).astype(np.float64)
     mean = matrix.mean(axis=0)
     covariance = np.cov(matrix, rowvar=False)

