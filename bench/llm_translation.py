@@ -36,7 +36,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 MULTI = HERE / "multilingual"
-QUESTIONS = Path(os.environ.get("RAGQA_TRANSLATED_QUESTIONS", MULTI))
+QUESTIONS = Path(os.environ.get("RAGQA_TRANSLATED_QUESTIONS") or MULTI)
 RECORDED = MULTI / "translations.json"
 SETS = {"seeds": "seeds", "nips2018": "nips2018", "acl2022": "acl2022"}
 LANGUAGES = ("zh", "ja", "de")
@@ -107,11 +107,14 @@ def check(home: Path, as_json: bool) -> int:
         return 2
     sys.path.insert(0, str(HERE / "lists"))
     import eval as lists  # bench/lists/eval.py
-    from ragqa.multilingual import multilingual_encoder
+
+    from ragqa.config import load_settings
+    from ragqa.embeddings import make_multilingual_encoder
 
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
     replies = recorded["translations"]
-    encoder = multilingual_encoder()
+    encoder = make_multilingual_encoder(load_settings({"RAGQA_HOME": str(home),
+                                                       "RAGQA_ENV_FILE": "/nonexistent"}))
     rows = []
     retrievers = {}
     graded = {name: {q.qid: q for q in lists.load_questions(name)} for name in SETS}
