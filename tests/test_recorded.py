@@ -18,6 +18,7 @@ from ragqa.llm import make_llm
 from .llm_server import FIXTURES, load_fixture, replay
 from .test_ask import _ask, _llm_env
 from .test_llm_answers import _retriever
+from .test_multilingual import A2SG
 
 RECORDED = sorted(p.stem for p in FIXTURES.glob("*.json") if p.stem != "citation_styles")
 
@@ -108,6 +109,29 @@ def test_the_recorded_translation_is_what_is_searched(seeded, llm_server):
     if asked and degenerate_reason(load_fixture("translate_answer")["response"], "Chinese",
                                    lambda t: "English"):
         assert answer["fallback"]
+
+
+@pytest.mark.server
+def test_a_lossy_recorded_translation_is_searched_with_the_multilingual_vectors_too(
+        seeded, llm_server):
+    # The real model turned 脉冲神经网络 (spiking neural networks) into "pulse neural networks":
+    # searched alone, that finds no paper; merged with the question's own multilingual search
+    # (issue 14 item 9, issue 15), the spiking paper A²SG is among the sources.
+    llm_server.reply = replay("translate_translate", "translate_answer")
+    question = load_fixture("translate_translate")["key"].split("\n")[0]
+    translation = load_fixture("translate_translate")["response"].strip()
+    assert "pulse" in translation.lower() and "spik" not in translation.lower()
+    alone = _json_of(seeded("search", translation, "--json"))
+    assert A2SG not in {r["paper_id"] for r in alone["results"]}
+    answer = _ask(seeded, question, **_llm_env(llm_server))
+    assert answer["retrieval_query"] == translation
+    assert A2SG in {p["paper_id"] for p in answer["papers"]}
+    _shown_answer_is_sound(answer)
+
+
+def _json_of(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
 
 
 @pytest.mark.server
