@@ -318,13 +318,14 @@ class LexicalIndex:
     def _terms_of_rows(self, indices: Sequence[int]) -> list[list[str]]:
         """Each paper's terms (by row), tokenised once per snapshot."""
         known = self._row_terms
-        missing = [int(i) for i in dict.fromkeys(indices) if int(i) not in known]
+        found = {int(i): known.get(int(i)) for i in indices}  # another request may clear it
+        missing = [row for row, words in found.items() if words is None]
         if missing:
             if len(known) > MAX_KEPT_TERMS:
                 known.clear()
             for row, paper in zip(missing, self.papers_by_index(missing), strict=True):
-                known[row] = [sys.intern(t) for t in terms(paper_document(paper))]
-        return [known[int(i)] for i in indices]
+                found[row] = known[row] = [sys.intern(t) for t in terms(paper_document(paper))]
+        return [found[int(i)] for i in indices]
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """BM25's idf of each term; a term the collection never uses gets the highest idf, as

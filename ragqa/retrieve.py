@@ -438,12 +438,17 @@ class Retriever:
 
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         """Chunk id -> chunk text, read from Chroma once."""
-        missing = [c for c in dict.fromkeys(chunk_ids) if c not in self._chunk_texts]
+        kept = self._chunk_texts
+        found = {c: text for c in chunk_ids  # another request may clear `kept` meanwhile
+                 if (text := kept.get(c)) is not None}
+        missing = [c for c in dict.fromkeys(chunk_ids) if c not in found]
         if missing:
-            if len(self._chunk_texts) > MAX_KEPT_CHUNKS:
-                self._chunk_texts.clear()
-            self._chunk_texts.update(self.store.documents(missing))
-        return {c: self._chunk_texts[c] for c in chunk_ids if c in self._chunk_texts}
+            if len(kept) > MAX_KEPT_CHUNKS:
+                kept.clear()
+            read = self.store.documents(missing)
+            kept.update(read)
+            found.update(read)
+        return found
 
     def _list_candidates(self, query: str, n: int, filters: Filters,
                          allowed: np.ndarray | None) -> tuple[list[Hit], list[str]]:

@@ -93,3 +93,22 @@ def test_a_paper_an_ingest_changes_is_read_again(core, seeded, tmp_path):
     assert after.chunk_texts(["perf-1::0"])["perf-1::0"].startswith("Graph neural")
     found = core.search("Which papers predict molecular properties with graph networks?")
     assert "perf-1" in [r["paper_id"] for r in found["results"]]
+
+
+def test_what_is_kept_is_bounded_and_answers_stay_whole(core, monkeypatch):
+    from ragqa import lexical, retrieve
+
+    monkeypatch.setattr(retrieve, "MAX_KEPT_CHUNKS", 1)
+    monkeypatch.setattr(lexical, "MAX_KEPT_TERMS", 1)
+    retriever = core.retriever()
+    index = retriever.lexical
+    chunk_ids = [f"{pid}::0" for pid in index.paper_ids_by_index([0, 1, 2, 3])]
+    for start in range(3):  # each call past the bound starts again, and still answers all
+        assert retriever.chunk_texts(chunk_ids[start:]) == \
+            retriever.store.documents(chunk_ids[start:])
+        assert len(retriever._chunk_texts) <= len(chunk_ids)
+    rows = [0, 1, 2, 3]
+    words = [lexical.terms(lexical.paper_document(p)) for p in index.papers_by_index(rows)]
+    for start in range(3):
+        assert index._terms_of_rows(rows[start:]) == words[start:]
+    assert len(index._row_terms) <= len(rows)
