@@ -5,11 +5,16 @@
                                [--ingest FILE] [--json]
 
 It starts `python -m ragqa serve` on a free 127.0.0.1 port over DIR (a RAGQA_HOME holding the
-collection), takes its queries from the collection itself (the titles of its first papers,
-asked as "Which papers study <title>?" for ask and as plain text for search), and for each
-client count runs each route for `--seconds` (every client its own keep-alive connection,
-one request at a time). It reports requests/s, p50 and p95 latency and errors per route and
-client count, and the server's peak resident memory (VmHWM).
+collection), takes its queries from the collection itself (the titles of `--queries` papers
+spread evenly over it, asked as "Which papers study <title>?" for ask and as plain text for
+search), and for each client count runs each route for `--seconds` (every client its own
+keep-alive connection, one request at a time). The runs go on through the queries where the
+last one stopped, so a query comes back only once all of them were asked (the report says how
+many were asked twice): the server keeps no answer by question, and the load test does not
+let one look good either. It reports requests/s, p50 and p95 latency, errors, and the
+server's CPU seconds per request (all its threads: what one request costs, robust to what else
+the machine runs) per route and client count; the server's peak resident memory (VmHWM); and
+the load average before and after (a quiet machine: below 0.3 at the start).
 
 With `--ingest FILE`, a `ragqa ingest FILE` into the same collection runs while 4 clients
 search: every search must succeed (the server answers from the last snapshot, then switches
@@ -34,6 +39,12 @@ import httpx
 
 MAX_CLIENTS = 64
 MAX_SECONDS = 120
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -91,13 +102,42 @@ class Server:
 
 
 def queries_of(url: str, n: int) -> list[str]:
-    papers = httpx.get(f"{url}/api/papers", params={"limit": n}, timeout=60).json()["papers"]
-    return [p["title"] for p in papers if p["title"]]
+    """The titles of n papers spread evenly over the collection (every conference and topic of
+    it, not the first file's), distinct."""
+    total = httpx.get(f"{url}/api/papers", params={"limit": 1}, timeout=60).json()["total"]
+    step = max(1, total // max(n, 1))
+    titles: list[str] = []
+    for offset in range(0, total, 500):
+        page = httpx.get(f"{url}/api/papers", params={"offset": offset, "limit": 500},
+                         timeout=120).json()["papers"]
+        titles += [p["title"] for i, p in enumerate(page, start=offset)
+                   if i % step == 0 and p["title"]]
+    return list(dict.fromkeys(titles))[:n]
 
 
-def drive(url: str, route: str, bodies: list[dict], clients: int, seconds: float,
-          stop: threading.Event | None = None) -> dict:
-    """`clients` threads, each posting bodies in turn until the time is up (or `stop`)."""
+class Queries:
+    """The bodies of one route, handed out in turn across all runs (none twice until all were
+    asked once)."""
+
+    def __init__(self, bodies: list[dict]) -> None:
+        self.bodies, self.next, self.asked = bodies, 0, 0
+        self.lock = threading.Lock()
+
+    def take(self) -> dict:
+        with self.lock:
+            body = self.bodies[self.next % len(self.bodies)]
+            self.next += 1
+            return body
+
+    def repeated(self) -> int:
+        """How many requests so far asked a query asked before."""
+        return max(0, self.next - len(self.bodies))
+
+
+def drive(url: str, route: str, queries: Queries, clients: int, seconds: float,
+          stop: threading.Event | None = None, pid: int | None = None) -> dict:
+    """`clients` threads, each posting the next query until the time is up (or `stop`); `pid`:
+    the server's, whose CPU time per request is measured."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -105,10 +145,8 @@ def drive(url: str, route: str, bodies: list[dict], clients: int, seconds: float
 
     def client(number: int) -> None:
         with httpx.Client(base_url=url, timeout=120) as http:
-            i = number
             while time.monotonic() < deadline and not (stop and stop.is_set()):
-                body = bodies[i % len(bodies)]
-                i += clients
+                body = queries.take()
                 started = time.perf_counter()
                 try:
                     response = http.post(route, json=body)
@@ -121,21 +159,25 @@ def drive(url: str, route: str, bodies: list[dict], clients: int, seconds: float
                     (latencies.append(elapsed) if ok else errors.append(problem))
 
     started = time.monotonic()
+    cpu = cpu_seconds(pid) if pid else 0.0
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     wall = time.monotonic() - started
+    served = len(latencies) + len(errors)
+    cpu_ms = (cpu_seconds(pid) - cpu) * 1000 / served if pid and served else None
     return {"route": route, "clients": clients, "requests": len(latencies),
             "errors": len(errors), "first_errors": errors[:3],
             "rps": round(len(latencies) / wall, 2) if wall else 0.0,
             "p50_ms": round(percentile(latencies, 50), 1),
             "p95_ms": round(percentile(latencies, 95), 1),
-            "mean_ms": round(statistics.fmean(latencies), 1) if latencies else 0.0}
+            "mean_ms": round(statistics.fmean(latencies), 1) if latencies else 0.0,
+            "server_cpu_ms_per_request": round(cpu_ms, 1) if cpu_ms is not None else None}
 
 
-def search_during_ingest(server: Server, collection: str, source: Path, bodies: list[dict],
+def search_during_ingest(server: Server, collection: str, source: Path, queries: Queries,
                          clients: int) -> dict:
     before = httpx.get(f"{server.url}/api/health", timeout=30).json()["papers"]
     stop = threading.Event()
@@ -144,7 +186,7 @@ def search_during_ingest(server: Server, collection: str, source: Path, bodies: 
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(
-        drive(server.url, "/api/search", bodies, clients, MAX_SECONDS * 5, stop)))
+        drive(server.url, "/api/search", queries, clients, MAX_SECONDS * 5, stop)))
     runner.start()
     _, err = ingest.communicate()
     time.sleep(2)  # a few searches on the new snapshot too
@@ -162,41 +204,54 @@ def main() -> None:
     parser.add_argument("--collection", default="default")
     parser.add_argument("--clients", default="1,4,16", help="client counts, e.g. 1,4,16")
     parser.add_argument("--seconds", type=float, default=20, help="per route and client count")
-    parser.add_argument("--queries", type=int, default=200, help="distinct queries")
+    parser.add_argument("--queries", type=int, default=1000, help="distinct queries")
     parser.add_argument("--ingest", type=Path, help="ingest this file while 4 clients search")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
     if not all(1 <= c <= MAX_CLIENTS for c in counts) or not 0 < args.seconds <= MAX_SECONDS:
         sys.exit(f"serve_load: 1..{MAX_CLIENTS} clients and 0..{MAX_SECONDS} s, please")
+    load_before = os.getloadavg()[0]
     server = Server(args.home, args.collection)
     try:
         health = server.wait()
         titles = queries_of(server.url, args.queries)
-        routes = {"/api/search": [{"question": t} for t in titles],
-                  "/api/ask": [{"question": f"Which papers study {t}?", "llm": "none"}
-                               for t in titles]}
-        for route, bodies in routes.items():  # warm-up: first-call costs are not load
-            drive(server.url, route, bodies[:4], 1, 3)
-        runs = [drive(server.url, route, bodies, clients, args.seconds)
-                for clients in counts for route, bodies in routes.items()]
+        if len(titles) < 8:
+            sys.exit(f"serve_load: {len(titles)} titles in the collection: too few to load it")
+        warm, titles = titles[:4], titles[4:]
+        routes = {"/api/search": lambda t: {"question": t},
+                  "/api/ask": lambda t: {"question": f"Which papers study {t}?", "llm": "none"}}
+        for route, body in routes.items():  # warm-up: first-call costs are not load
+            drive(server.url, route, Queries([body(t) for t in warm]), 1, 3)
+        queries = {route: Queries([body(t) for t in titles]) for route, body in routes.items()}
+        runs = [drive(server.url, route, queries[route], clients, args.seconds,
+                      pid=server.process.pid)
+                for clients in counts for route in routes]
         during = (search_during_ingest(server, args.collection, args.ingest,
-                                       routes["/api/search"], 4) if args.ingest else None)
+                                       queries["/api/search"], 4) if args.ingest else None)
         report = {"collection": args.collection, "papers": health["papers"], "runs": runs,
+                  "distinct_queries": len(titles),
+                  "repeated_queries": {r: q.repeated() for r, q in queries.items()},
                   "during_ingest": during, "peak_rss_mb": round(server.peak_rss_mb(), 1),
-                  "cpus": os.cpu_count()}
+                  "cpus": os.cpu_count(),
+                  "load_average": {"before": round(load_before, 2),
+                                   "after": round(os.getloadavg()[0], 2)}}
     finally:
         server.stop()
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print(f"collection {report['collection']}: {report['papers']} papers, "
-          f"{report['cpus']} CPUs, peak server RSS {report['peak_rss_mb']} MB")
+          f"{report['cpus']} CPUs, peak server RSS {report['peak_rss_mb']} MB; load average "
+          f"{report['load_average']['before']} before, {report['load_average']['after']} after; "
+          f"{report['distinct_queries']} distinct queries, asked again: "
+          + ", ".join(f"{r} {n}" for r, n in report["repeated_queries"].items()))
     print(f"{'route':<12} {'clients':>7} {'req':>6} {'err':>4} {'req/s':>7} {'p50 ms':>8} "
-          f"{'p95 ms':>8}")
+          f"{'p95 ms':>8} {'CPU ms/req':>10}")
     for run in runs:
         print(f"{run['route']:<12} {run['clients']:>7} {run['requests']:>6} {run['errors']:>4} "
-              f"{run['rps']:>7} {run['p50_ms']:>8} {run['p95_ms']:>8}")
+              f"{run['rps']:>7} {run['p50_ms']:>8} {run['p95_ms']:>8} "
+              f"{run['server_cpu_ms_per_request']:>10}")
     if during:
         print(f"search during ingest (4 clients): {during['requests']} ok, {during['errors']} "
               f"errors, p95 {during['p95_ms']} ms; papers {during['papers_before']} -> "

@@ -225,6 +225,9 @@ class App:
     the only per-request cost); requests already running finish on the old one."""
 
     def __init__(self, settings: Settings, name: str, encoder: Any = None) -> None:
+        serve_one_thread_per_request()
+        if not settings.embed_threads:  # RAGQA_EMBED_THREADS, when set, still decides
+            settings = settings.with_overrides(embed_threads=1)
         self.settings, self.name = settings, name
         self._encoder = encoder  # shared with the App this one was opened from
         self._others: dict[str, App] = {}
@@ -404,6 +407,17 @@ class App:
     def _session_lock(self, session_id: str) -> threading.Lock:
         with self._lock:
             return self._session_locks.setdefault(session_id, threading.Lock())
+
+
+def serve_one_thread_per_request() -> None:
+    """A server's parallelism is its requests: BLAS (numpy's matrix products) runs each product
+    on one thread, as `App` runs the embedder (onnxruntime) on one. Their default, a team of
+    threads per product on every core, costs a search 2.5 times the CPU on two cores (the team
+    spins while it waits for a core that another request holds) and adds no speed: the
+    products are small (2,000 x 384 by a few vectors). `bench/search_cpu.py` measures it."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def require_question(text: str) -> str:

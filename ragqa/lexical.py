@@ -33,6 +33,8 @@ CURRENT = "CURRENT"
 # letters ("molecul" -> "molecular"), if it has MIN_EXTENDED_STEM letters or more.
 MIN_EXTENDED_STEM = 5
 MAX_EXTENSION = 3
+# Papers whose terms a snapshot keeps for query expansion (~1 KB each), then it starts again.
+MAX_KEPT_TERMS = 20_000
 # Query words that say "find papers" rather than what to find. Removed from the lexical query
 # only; the dense query keeps the whole question.
 QUERY_STOPWORDS = {
@@ -128,6 +130,9 @@ class LexicalIndex:
                           self._db.execute("SELECT idx, paper_id FROM papers")}
         self._paper_ids: dict[int, str] | None = None
         self._vocabulary: list[str] | None = None
+        # Rows' terms worked out for query expansion, kept: the same papers come back as
+        # feedback for many questions (a server's), and tokenising them is the slow part.
+        self._row_terms: dict[int, list[str]] = {}
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -302,14 +307,25 @@ class LexicalIndex:
         """The n terms that best characterise these papers (relevance model RM3: each paper's
         term frequencies by length, times idf), as weights that sum to 1."""
         weight: dict[str, float] = {}
-        for paper in self.papers_by_index(indices):
-            words = terms(paper_document(paper))
+        for words in self._terms_of_rows(indices):
             idf = self.idf(sorted(set(words)))
             for word in words:
                 weight[word] = weight.get(word, 0.0) + idf[word] / len(words)
         best = sorted(weight.items(), key=lambda kv: -kv[1])[:n]
         total = sum(w for _, w in best) or 1.0
         return {term: w / total for term, w in best}
+
+    def _terms_of_rows(self, indices: Sequence[int]) -> list[list[str]]:
+        """Each paper's terms (by row), tokenised once per snapshot."""
+        known = self._row_terms
+        found = {int(i): known.get(int(i)) for i in indices}  # another request may clear it
+        missing = [row for row, words in found.items() if words is None]
+        if missing:
+            if len(known) > MAX_KEPT_TERMS:
+                known.clear()
+            for row, paper in zip(missing, self.papers_by_index(missing), strict=True):
+                found[row] = known[row] = [sys.intern(t) for t in terms(paper_document(paper))]
+        return [found[int(i)] for i in indices]
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """BM25's idf of each term; a term the collection never uses gets the highest idf, as

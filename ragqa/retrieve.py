@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -179,6 +180,8 @@ GATE_TOP = 3
 # no paper (Retriever.names_unknown_subject: "protein structure design" over molecule papers).
 KEY_TERM_TOPIC_WORDS = 3
 REFERENCE_DIR = Path(__file__).parent / "data"
+# Chunk texts a Retriever keeps (~1.3 KB each: ~65 MB at most), then it starts again.
+MAX_KEPT_CHUNKS = 50_000
 # A collection of this many papers counts half, the reference half, in the list decision's
 # background (ragqa.retrieve.Retriever._list_z).
 REFERENCE_PAPERS = 200
@@ -417,6 +420,13 @@ class Retriever:
                     index = lexical.open_current(folder)
         self.lexical: LexicalIndex | None = index
         self._multilingual: tuple[Store, np.ndarray | None] | None = None
+        # What this snapshot's searches read from Chroma again and again, kept as they are read
+        # (a server answers many questions over the same papers; each Chroma get costs ~2 ms):
+        # chunk-0 vectors by snapshot row, and chunk texts. Keyed by paper and chunk, never by
+        # question; a new snapshot is a new Retriever (App.retriever), so nothing goes stale.
+        self._vector_table: tuple[np.ndarray, np.ndarray] | None = None  # (vectors, known)
+        self._table_lock = threading.Lock()
+        self._chunk_texts: dict[str, str] = {}
 
     @property
     def total_papers(self) -> int:
@@ -515,7 +525,7 @@ class Retriever:
         for index, score in (self.lexical.search(latin, n, allowed, extend=True)
                              if latin else []):
             bm25[index] = score
-        pool = _CandidatePool(self.lexical, self.store)
+        pool = _CandidatePool(self.lexical, self.paper_vectors)
         pool.add_nearest(nearest)
         pool.add_rows(np.flatnonzero(bm25))
         if not pool.rows:
@@ -621,7 +631,7 @@ class Retriever:
     def _read_papers(self, hits: list[Hit], query_terms: list[str] | None) -> None:
         """Attach each hit's Paper and, given the query's terms, its best sentence."""
         assert self.lexical is not None
-        chunks = (self.store.documents([h.chunk_id for h in hits if h.chunk_id])
+        chunks = (self.chunk_texts([h.chunk_id for h in hits if h.chunk_id])
                   if query_terms is not None else {})
         for hit, paper in zip(hits, self.lexical.papers_by_index([h.index for h in hits]),
                               strict=True):
@@ -629,6 +639,40 @@ class Retriever:
             if query_terms is not None:
                 text = chunks.get(hit.chunk_id) or paper.text
                 hit.best_sentence = best_sentence(text, set(query_terms))
+
+    def paper_vectors(self, rows: Sequence[int]) -> np.ndarray:
+        """The chunk-0 vector of each paper (by snapshot row), read from Chroma once."""
+        assert self.lexical is not None
+        rows = np.asarray(rows, dtype=np.int64)
+        table = self._vector_table
+        missing = np.unique(rows if table is None else rows[~table[1][rows]])
+        if len(missing):
+            fetched = self.store.paper_vectors(self.lexical.paper_ids_by_index(missing))
+            with self._table_lock:
+                table = self._vector_table
+                if table is None or table[0].shape[1] != fetched.shape[1]:
+                    # zeros: pages of rows never read take no memory
+                    table = (np.zeros((self.lexical.size, fetched.shape[1]), dtype=np.float32),
+                             np.zeros(self.lexical.size, dtype=bool))
+                    self._vector_table = table
+                table[0][missing] = fetched
+                table[1][missing] = True
+        assert table is not None
+        return table[0][rows]
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """Chunk id -> chunk text, read from Chroma once."""
+        kept = self._chunk_texts
+        found = {c: text for c in chunk_ids  # another request may clear `kept` meanwhile
+                 if (text := kept.get(c)) is not None}
+        missing = [c for c in dict.fromkeys(chunk_ids) if c not in found]
+        if missing:
+            if len(kept) > MAX_KEPT_CHUNKS:
+                kept.clear()
+            read = self.store.documents(missing)
+            kept.update(read)
+            found.update(read)
+        return found
 
     def _list_candidates(self, query: str, n: int, filters: Filters,
                          allowed: np.ndarray | None) -> tuple[list[Hit], list[str]]:
@@ -650,7 +694,7 @@ class Retriever:
         bm25 = np.zeros(self.lexical.size, dtype=np.float32)
         for index, score in self.lexical.search(understood.lexical, n, allowed, extend=True):
             bm25[index] = score
-        pool = _CandidatePool(self.lexical, self.store)
+        pool = _CandidatePool(self.lexical, self.paper_vectors)
         pool.add_nearest(nearest)
         pool.add_rows(np.flatnonzero(bm25))
         if not pool.rows:
@@ -860,9 +904,10 @@ class _CandidatePool:
     """The papers found so far for one question: their rows in the lexical snapshot, ids,
     chunk-0 vectors and best chunks (what the list decision's signals are computed from)."""
 
-    def __init__(self, lexical_index: LexicalIndex, store: Store) -> None:
+    def __init__(self, lexical_index: LexicalIndex,
+                 vectors_of: Callable[[Sequence[int]], np.ndarray]) -> None:
         self._lexical = lexical_index
-        self._store = store
+        self._vectors_of = vectors_of  # Retriever.paper_vectors
         self.rows: list[int] = []
         self.pids: list[str] = []
         self.best_chunk: dict[str, str] = {}
@@ -884,7 +929,7 @@ class _CandidatePool:
         if not fresh:
             return
         new, pids = [r for r, _ in fresh], [pid for _, pid in fresh]
-        vectors = self._store.paper_vectors(pids)
+        vectors = self._vectors_of(new)
         for pid in pids:
             self._row_of[pid] = len(self.pids)
             self.pids.append(pid)

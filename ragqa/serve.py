@@ -69,6 +69,14 @@ def _error_response(status: int, message: str, headers: dict | None = None):
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
+def as_json(result: Any) -> Any:
+    """An operation's object as the response itself: it is plain JSON already, and FastAPI's
+    own conversion (jsonable_encoder) costs 0.5 ms of a search's ~14 ms CPU."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(result) if isinstance(result, dict) else result
+
+
 def _validation_message(exc: Any) -> str:
     """FastAPI's validation errors as one line: 'question: Field required; k: ...'."""
     parts = []
@@ -287,8 +295,8 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
 
     @api.post("/api/search", summary="The papers that matter: `ragqa search --json`")
     def search(body: SearchBody) -> Any:  # type: ignore[valid-type]
-        return call(core.search, body.question, k=body.k, cut=body.cut, venue=body.venue,
-                    year=body.year)
+        return as_json(call(core.search, body.question, k=body.k, cut=body.cut,
+                            venue=body.venue, year=body.year))
 
     @api.post("/api/ask", summary="A cited answer: `ragqa ask --json` (SSE with stream)")
     def ask(body: AskBody) -> Any:  # type: ignore[valid-type]
@@ -296,7 +304,7 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
             return core.ask(body.question, llm=body.llm, k=body.k, venue=body.venue,
                             year=body.year, on_token=on_token)
 
-        return _sse_response(run) if body.stream else call(run, None)
+        return _sse_response(run) if body.stream else as_json(call(run, None))
 
     @api.post("/api/chat", summary="One chat turn: `ragqa chat --json` (SSE with stream)")
     def chat(body: ChatBody) -> Any:  # type: ignore[valid-type]
