@@ -55,8 +55,9 @@ class RagqaServer:
             except httpx.HTTPError:
                 pass
             time.sleep(0.3)
+        said = self.stderr[-2000:]  # read before stop() removes the logs
         self.stop()
-        raise RuntimeError(f"ragqa serve did not answer in {timeout:.0f} s: {self.stderr[-2000:]}")
+        raise RuntimeError(f"ragqa serve did not answer in {timeout:.0f} s: {said}")
 
     def terminate(self, timeout: float = 60.0) -> int:
         """SIGTERM, as a service manager stops it; the exit code."""
