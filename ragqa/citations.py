@@ -85,6 +85,13 @@ def _numbers(group: str) -> list[int]:
     return [int(x) for x in _NUMBER.findall(group)]
 
 
+def _starts_reference_list(after: list[str]) -> bool:
+    """Whether the first non-empty line after a "References" heading is a reference: a heading
+    alone is a word of the answer ("Reference"), not the model's list."""
+    following = next((line for line in after if line.strip()), "")
+    return bool(_REFERENCE_LINE.match(following))
+
+
 def remove_model_references(text: str) -> str:
     """Without an echoed `<sources>` block, the model's own references list or footnote
     definitions: ragqa's checked references replace them."""
@@ -94,8 +101,9 @@ def remove_model_references(text: str) -> str:
     text = _REFERENCES_INLINE.sub("", text)
     kept: list[str] = []
     in_list = False
-    for line in text.split("\n"):
-        if _REFERENCES_HEADING.match(line):
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if _REFERENCES_HEADING.match(line) and _starts_reference_list(lines[i + 1:]):
             in_list = True
             continue
         if in_list and (not line.strip() or _REFERENCE_LINE.match(line)):

@@ -97,13 +97,18 @@ class PausedIngest:
         self.process.stdin.close()
 
 
-def _chroma_ids_on_disk(home: Path) -> set[str]:
-    """The paper ids in the embedded store's SQLite file, read without a Chroma client (so that
-    this test process opens no store while another process writes it)."""
+def _chroma_ids_on_disk(home: Path, collection: str = "ragqa_default") -> set[str]:
+    """The paper ids of one collection in the embedded store's SQLite file, read without a
+    Chroma client (so that this test process opens no store while another process writes it).
+    The seeds keep multilingual vectors in a sibling collection (ragqa_default__multi), which
+    follows the main one when its ingest step comes (after the BM25 snapshot)."""
     with contextlib.closing(sqlite3.connect(f"file:{home / 'chroma' / 'chroma.sqlite3'}?mode=ro",
                                             uri=True)) as db:
-        rows = db.execute("SELECT DISTINCT string_value FROM embedding_metadata "
-                          "WHERE key = 'paper_id'")
+        rows = db.execute(
+            "SELECT DISTINCT m.string_value FROM embedding_metadata m "
+            "JOIN embeddings e ON e.id = m.id JOIN segments s ON s.id = e.segment_id "
+            "JOIN collections c ON c.id = s.collection WHERE m.key = 'paper_id' AND c.name = ?",
+            (collection,))
         return {r[0] for r in rows}
 
 
