@@ -579,9 +579,12 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
     notice = ""
     translated = False
     # A question in another language is searched with the collection's multilingual vectors
-    # (Retriever.search_foreign), and with an LLM's translation too when there is an LLM.
-    foreign = query is None and language != "English"
-    if foreign and llm:
+    # (Retriever.search_foreign), and with an LLM's translation too when there is an LLM. A chat
+    # turn passes its own query (the question, or a follow-up without its references): that is
+    # what is searched, in its language.
+    asked = query or question
+    foreign = language != "English" and detect_language(asked) != "English"
+    if foreign and llm and query is None:
         translated = True
         query = llm.complete(fill(load_prompt("translate", settings),
                                   question=question)).strip() or question
@@ -590,7 +593,7 @@ def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = N
 
     def search(**options) -> SearchResult:
         if foreign:
-            return retriever.search_foreign(question, filters=filters,
+            return retriever.search_foreign(asked, filters=filters,
                                             translation=query if translated else None, **options)
         return retriever.search(query, filters=filters, **options)
 
