@@ -4,9 +4,12 @@ Takes the first N abstracts (default 300) of `../shared/data/mlconf/corpus.jsonl
 repository (or `--data FILE`; skips cleanly where it is absent), writes them to a JSONL file,
 and times, in alternating pairs on the same machine state:
 
-  raw    the same int8 MiniLM through onnxruntime and `tokenizers` (`LocalMiniLM`), in this
-         process: one vector per abstract (`title + ". " + text`), one text per run, 256-token
-         truncation, sorted by length; model loaded once and warmed up, load excluded;
+  raw    the same int8 MiniLM through onnxruntime and `tokenizers` (`LocalMiniLM(workers=1)`),
+         in this process: one vector per abstract (`title + ". " + text`), one text per run,
+         one run at a time on onnxruntime's default threads, 256-token truncation, sorted by
+         length; model loaded once and warmed up, load excluded. This is issue 18's fixed
+         reference: ragqa's own embedder now runs one single-threaded run per core side by
+         side, which is faster than this (`--batch-sizes` compares both ways);
   ragqa  `python -m ragqa ingest FILE --quiet --json` into an empty RAGQA_HOME, from starting
          the process to its exit: start-up, reading, chunking, embedding, Chroma, BM25.
 
@@ -37,7 +40,8 @@ Run it (on a quiet machine):
     python bench/ingest_throughput.py --before /tmp/ragqa-main --json
 
 `--batch-sizes 1,8,32` instead times the raw embedder alone at each batch size (texts per
-onnxruntime run), alternating: why ragqa embeds one text per run by default.
+onnxruntime run), alternating, each two ways: one run at a time (the reference) and one
+single-threaded run per core side by side (ragqa's default), with the CPU seconds they burn.
 
 RAGQA_* settings in the environment are ignored: the ingest runs with only RAGQA_HOME (and the
 profile file) set, so that the figures describe the defaults.
@@ -174,7 +178,7 @@ def run_pairs(source: Path, texts: list[str], pairs: int, before: Path | None
     loads: list[float] = []
     others: list[float] = []
     loaded = time.perf_counter()
-    raw = LocalMiniLM()
+    raw = LocalMiniLM(workers=1)  # issue 18's reference: one run at a time
     model_load_s = time.perf_counter() - loaded
     raw.embed(texts[:64])  # warm-up: first ONNX runs allocate
 
@@ -249,14 +253,17 @@ def token_budget(embedder: Any, source: Path) -> dict[str, Any]:
         raw_read += min(whole, MAX_TOKENS)
         pieces = chunker(paper)
         chunks += len(pieces)
-        ours_read += sum(min(count(embedding_input(paper, c)) + 2, MAX_TOKENS) for c in pieces)
+        inputs = [embedding_input(paper, c, i) for i, c in enumerate(pieces)]
+        ours_read += sum(min(count(t) + 2, MAX_TOKENS) for t in inputs)
         if len(pieces) == 1:
             past_window += max(0, whole - MAX_TOKENS)
             continue
         text = count(paper.text)
         title = 0 if paper.title_derived else count(f"{paper.title}.")
         past_window += max(0, min(whole, title + text + 2) - MAX_TOKENS)
-        titles += title * (len(pieces) - 1)
+        # titles beyond the first chunk's (none since the title precedes the first chunk only)
+        titles += sum(count(t) - count(c) for t, c in zip(inputs, pieces, strict=True)) \
+            - title
         specials += 2 * (len(pieces) - 1)
         overlap += sum(count(c) for c in pieces) - text
     return {"raw_tokens_read": raw_read, "ragqa_tokens_read": ours_read, "ragqa_chunks": chunks,
@@ -292,29 +299,41 @@ def run_benchmark(data: Path, n: int, pairs: int, before: Path | None) -> dict[s
 
 
 def compare_batch_sizes(data: Path, n: int, repeats: int, sizes: list[int]) -> dict[str, Any]:
+    """The raw embedder at each batch size, two ways: one run at a time on onnxruntime's
+    default threads (issue 18's reference), and ragqa's default, one single-threaded run per
+    core side by side ("x N"). CPU seconds too: what the threads burn for the same texts."""
     from ragqa.embeddings import LocalMiniLM
 
     texts = [raw_input(r) for r in read_records(data, n)]
-    embedder = LocalMiniLM()
-    embedder.embed(texts[:64])
-    seconds: dict[int, list[float]] = {size: [] for size in sizes}
+    ways = {"": LocalMiniLM(workers=1), "side by side": LocalMiniLM()}
+    names = [f"{size}" + (f" x {embedder.workers}" if way else "")
+             for size in sizes for way, embedder in ways.items()]
+    for embedder in ways.values():
+        embedder.embed(texts[:64])
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     loads: list[float] = []
     for i in range(repeats):
         for size in sizes if i % 2 == 0 else sizes[::-1]:
-            embedder.batch_size = size
-            loads.append(load_average())
-            seconds[size].append(time_raw(embedder, texts))
-            log(f"  repeat {i + 1}: batch {size:>3} {seconds[size][-1]:6.1f} s, "
-                f"load {loads[-1]:.2f}")
-    medians = {size: statistics.median(runs) for size, runs in seconds.items()}
+            for way, embedder in ways.items():
+                name = f"{size}" + (f" x {embedder.workers}" if way else "")
+                embedder.batch_size = size
+                loads.append(load_average())
+                wall, used = time_raw_cpu(embedder, texts)
+                seconds[name].append(wall)
+                cpu[name].append(used)
+                log(f"  repeat {i + 1}: batch {name:>6} {wall:6.1f} s, CPU {used:6.1f} s, "
+                    f"load {loads[-1]:.2f}")
+    medians = {name: statistics.median(runs) for name, runs in seconds.items()}
     fastest = min(medians.values())
     loaded = max(loads) > MAX_LOAD
     return {"papers": len(texts), "repeats": repeats, "load_averages": loads, "loaded": loaded,
             "verdict": "LOADED, not a result" if loaded else "result",
-            "batch_sizes": {str(size): {"seconds": [round(s, 2) for s in seconds[size]],
-                                        "papers_per_s": round(len(texts) / medians[size], 2),
-                                        "time_vs_fastest": round(medians[size] / fastest, 3)}
-                            for size in sizes}}
+            "batch_sizes": {name: {"seconds": [round(s, 2) for s in seconds[name]],
+                                   "cpu_s": [round(s, 2) for s in cpu[name]],
+                                   "papers_per_s": round(len(texts) / medians[name], 2),
+                                   "time_vs_fastest": round(medians[name] / fastest, 3)}
+                            for name in names}}
 
 
 # ---------------------------------------------------------------- output
@@ -400,8 +419,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"Raw embedder, {result['papers']} abstracts, median of {args.pairs} -- "
                   f"{result['verdict']}:")
             for size, row in result["batch_sizes"].items():
-                print(f"  batch {size:>4}: {row['papers_per_s']:6.2f} papers/s, "
-                      f"time {row['time_vs_fastest']:.2f} x the fastest")
+                print(f"  batch {size:>6}: {row['papers_per_s']:6.2f} papers/s, "
+                      f"time {row['time_vs_fastest']:.2f} x the fastest, CPU seconds "
+                      f"{statistics.median(row['cpu_s']):.1f}")
             return 0
     else:
         result = run_benchmark(data, args.n, args.pairs, args.before)
