@@ -34,8 +34,9 @@ load slows the raw embedder more than ragqa's other work, so a loaded ratio flat
 
 Where ragqa's time goes comes from the process itself: with RAGQA_PROFILE_INGEST=FILE, ingest
 writes the seconds of each phase as JSON (ragqa/ingest.py, `Phases`; off by default, no cost).
-The tokens ragqa embeds beyond the raw run (a title on every chunk, overlap between chunks, text
-past MiniLM's 256 tokens that the raw run drops) are counted from ragqa's own chunker.
+The tokens ragqa embeds beyond the raw run (the title on chunks after the first and overlap
+between chunks, both none by default now; text past MiniLM's 256 tokens that the raw run drops;
+[CLS]/[SEP] of the extra chunks) are counted from ragqa's own chunker.
 
 Run it (on a quiet machine):
 
