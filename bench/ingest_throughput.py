@@ -34,9 +34,8 @@ load slows the raw embedder more than ragqa's other work, so a loaded ratio flat
 
 Where ragqa's time goes comes from the process itself: with RAGQA_PROFILE_INGEST=FILE, ingest
 writes the seconds of each phase as JSON (ragqa/ingest.py, `Phases`; off by default, no cost).
-The tokens ragqa embeds beyond the raw run (the title on chunks after the first and overlap
-between chunks, both none by default now; text past MiniLM's 256 tokens that the raw run drops;
-[CLS]/[SEP] of the extra chunks) are counted from ragqa's own chunker.
+The tokens ragqa embeds beyond the raw run (a title on every chunk, overlap between chunks, text
+past MiniLM's 256 tokens that the raw run drops) are counted from ragqa's own chunker.
 
 Run it (on a quiet machine):
 
@@ -273,21 +272,18 @@ def token_budget(embedder: Any, source: Path) -> dict[str, Any]:
         raw_read += min(whole, MAX_TOKENS)
         pieces = chunker(paper)
         chunks += len(pieces)
-        inputs = [embedding_input(paper, c, i) for i, c in enumerate(pieces)]
-        ours_read += sum(min(count(t) + 2, MAX_TOKENS) for t in inputs)
+        ours_read += sum(min(count(embedding_input(paper, c)) + 2, MAX_TOKENS) for c in pieces)
         if len(pieces) == 1:
             past_window += max(0, whole - MAX_TOKENS)
             continue
         text = count(paper.text)
         title = 0 if paper.title_derived else count(f"{paper.title}.")
         past_window += max(0, min(whole, title + text + 2) - MAX_TOKENS)
-        # titles beyond the first chunk's (none since the title precedes the first chunk only)
-        titles += sum(count(t) - count(c) for t, c in zip(inputs, pieces, strict=True)) \
-            - title
+        titles += title * (len(pieces) - 1)
         specials += 2 * (len(pieces) - 1)
         overlap += sum(count(c) for c in pieces) - text
     return {"raw_tokens_read": raw_read, "ragqa_tokens_read": ours_read, "ragqa_chunks": chunks,
-            "extra": {"text past 256 tokens": past_window, "title on later chunks": titles,
+            "extra": {"text past 256 tokens": past_window, "title on every chunk": titles,
                       "overlap between chunks": overlap, "[CLS]/[SEP] of extra chunks": specials,
                       "other (joins)": ours_read - raw_read - past_window - titles - overlap
                       - specials}}

@@ -184,15 +184,13 @@ def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: 
 # ---------------------------------------------------------------- chunking
 
 def make_chunker(encoder: Encoder, settings: Settings) -> Callable[[Paper], list[str]]:
-    """A paper's chunks, sized in the embedder's own tokens so that each embedding input fits
-    `chunk_tokens` (MiniLM reads 256 tokens and silently drops the rest): the first chunk with
-    the title before it (`embedding_input`), the others alone.
+    """A paper's chunks, sized in the embedder's own tokens so that title + chunk fits
+    `chunk_tokens` (MiniLM reads 256 tokens and silently drops the rest).
 
     An abstract that fits is one chunk: most do (73 % of the mlconf abstracts), and embedding it
     whole costs the same as the raw embedder and keeps its context together. A longer one is cut
-    between sentences, so no sentence goes unread; `chunk_overlap` tokens of the previous
-    chunk's last sentences may be repeated (none by default: SciFact nDCG@10 does not need them,
-    and every repeated token is embedded twice). Linear in the text: a 10 MB abstract chunks in
+    between sentences, with `chunk_overlap` tokens of the previous chunk's last sentences
+    repeated, so no sentence goes unread. Linear in the text: a 10 MB abstract chunks in
     seconds."""
 
     def chunks(paper: Paper) -> list[str]:
@@ -202,14 +200,13 @@ def make_chunker(encoder: Encoder, settings: Settings) -> Callable[[Paper], list
         if len(paper.text) <= 101 * settings.chunk_tokens and \
                 prefix + encoder.count_tokens(paper.text) <= settings.chunk_tokens:
             return [paper.text]
-        size = settings.chunk_tokens
-        # A very long title must not leave the first chunk too small to say anything.
-        first = max(size - prefix, size // 2)
+        # A very long title must not leave chunks too small to say anything.
+        size = max(settings.chunk_tokens - prefix, settings.chunk_tokens // 2)
         counted = [piece for sentence in split_sentences(paper.text)
-                   for piece in _fit(sentence, encoder.count_tokens(sentence), first,
+                   for piece in _fit(sentence, encoder.count_tokens(sentence), size,
                                      encoder.count_tokens)]
         return pack([p for p, _ in counted], [n for _, n in counted], size,
-                    min(settings.chunk_overlap, size // 4), first=first) or [paper.text]
+                    min(settings.chunk_overlap, size // 4)) or [paper.text]
 
     return chunks
 
@@ -233,19 +230,16 @@ def _fit(sentence: str, tokens: int, size: int, count: Callable[[str], int]
     return [(p, count(p)) for p in pieces if p]
 
 
-def pack(pieces: Sequence[str], tokens: Sequence[int], size: int, overlap: int,
-         first: int | None = None) -> list[str]:
-    """Consecutive pieces joined into chunks of at most `size` tokens (`first` for the first
-    chunk, which the title precedes; a piece larger than that stands alone), each starting
-    with the previous chunk's last pieces that fit in `overlap` tokens."""
+def pack(pieces: Sequence[str], tokens: Sequence[int], size: int, overlap: int) -> list[str]:
+    """Consecutive pieces joined into chunks of at most `size` tokens (a piece larger than
+    that stands alone), each starting with the previous chunk's last pieces that fit in
+    `overlap` tokens."""
     chunks: list[str] = []
     current: list[int] = []  # indices into pieces
     used = 0
-    limit = size if first is None else first
     for i, n in enumerate(tokens):
-        if current and used + n > limit:
+        if current and used + n > size:
             chunks.append(" ".join(pieces[j] for j in current))
-            limit = size
             carried: list[int] = []
             kept = 0
             for j in reversed(current):
@@ -261,12 +255,9 @@ def pack(pieces: Sequence[str], tokens: Sequence[int], size: int, overlap: int,
     return chunks
 
 
-def embedding_input(paper: Paper, chunk: str, index: int = 0) -> str:
-    """What the model reads of a chunk. A real title says what the paper is about: it precedes
-    the first chunk (a derived one is already in it). The later chunks go without it: it would
-    cost their tokens in every chunk and not move SciFact nDCG@10 (README, "Ingest
-    throughput"); a paper's dense score is its best chunk's, and chunk 0 carries the title."""
-    return chunk if paper.title_derived or index else f"{paper.title}. {chunk}"
+def embedding_input(paper: Paper, chunk: str) -> str:
+    """A real title says what the paper is about; prefix it. A derived one is already in it."""
+    return chunk if paper.title_derived else f"{paper.title}. {chunk}"
 
 
 # ---------------------------------------------------------------- the lock
@@ -311,7 +302,7 @@ class _Batch:
 
     papers: list[Paper]
     ids: list[str] = field(default_factory=list)
-    inputs: list[str] = field(default_factory=list)  # what is embedded (embedding_input)
+    inputs: list[str] = field(default_factory=list)  # what is embedded: title + chunk
     documents: list[str] = field(default_factory=list)
     metadatas: list[dict] = field(default_factory=list)
     vectors: np.ndarray | None = None
@@ -324,7 +315,7 @@ def _chunk(chunker: Callable[[Paper], list[str]], papers: list[Paper]) -> _Batch
             chunks = chunker(paper)
             for i, chunk in enumerate(chunks):
                 batch.ids.append(f"{paper.paper_id}::{i}")
-                batch.inputs.append(embedding_input(paper, chunk, i))
+                batch.inputs.append(embedding_input(paper, chunk))
                 batch.documents.append(chunk)
                 batch.metadatas.append(chunk_metadata(paper, i, len(chunks)))
     return batch

@@ -1,7 +1,6 @@
-"""Chunking and embedding for ingest speed (issue 18): the title before the first chunk only,
-no overlap by default, every sentence read once and every input inside MiniLM's window; an
-index chunked the old way keeps working and is not re-embedded; the embedder's side-by-side
-runs give the vectors of one run at a time."""
+"""Chunking and embedding for ingest speed (issue 18): every input inside MiniLM's window, the
+overlap a setting (0: every sentence read once); an index chunked another way keeps working and
+is not re-embedded; the embedder's side-by-side runs give the vectors of one run at a time."""
 
 from __future__ import annotations
 
@@ -36,30 +35,21 @@ def _settings(tmp_path: Path, **env: str):
 
 def _inputs(encoder, settings, paper: Paper) -> tuple[list[str], list[str]]:
     chunks = make_chunker(encoder, settings)(paper)
-    return chunks, [embedding_input(paper, chunk, i) for i, chunk in enumerate(chunks)]
+    return chunks, [embedding_input(paper, chunk) for chunk in chunks]
 
 
-def test_title_before_the_first_chunk_only_and_no_overlap(encoder, tmp_path):
-    settings = _settings(tmp_path)
+def test_inputs_fit_the_window_and_overlap_is_a_setting(encoder, tmp_path):
     paper = Paper("p", TITLE, TEXT, "f.jsonl#1")
+    settings = _settings(tmp_path)
     chunks, inputs = _inputs(encoder, settings, paper)
-    assert len(chunks) >= 3
-    assert inputs[0] == f"{TITLE}. {chunks[0]}"
-    assert inputs[1:] == chunks[1:]  # later chunks alone
+    assert len(chunks) >= 3 and inputs == [f"{TITLE}. {chunk}" for chunk in chunks]
     assert max(encoder.count_tokens(text) for text in inputs) <= settings.chunk_tokens
-    # No overlap: the sentences, in order, each once.
-    assert " ".join(chunks) == TEXT
-    # The later chunks get the room the title takes in the first one.
-    title = encoder.count_tokens(f"{TITLE}.") + 1
-    assert max(encoder.count_tokens(c) for c in chunks[1:]) > settings.chunk_tokens - title
-
-
-def test_overlap_setting_still_repeats_the_last_sentence(encoder, tmp_path):
-    chunks, inputs = _inputs(encoder, _settings(tmp_path, RAGQA_CHUNK_OVERLAP="30"),
-                             Paper("p", TITLE, TEXT, "f.jsonl#1"))
     first_of_second = chunks[1].split(". ", 1)[0] + "."
-    assert first_of_second in chunks[0] and len(" ".join(chunks)) > len(TEXT)
-    assert max(encoder.count_tokens(text) for text in inputs) <= 254
+    assert first_of_second in chunks[0]  # the default overlap repeats the last sentences
+    # Without overlap: the sentences, in order, each once.
+    chunks, inputs = _inputs(encoder, _settings(tmp_path, RAGQA_CHUNK_OVERLAP="0"), paper)
+    assert " ".join(chunks) == TEXT
+    assert max(encoder.count_tokens(text) for text in inputs) <= settings.chunk_tokens
 
 
 def test_derived_title_and_short_abstract(encoder, tmp_path):
@@ -85,8 +75,8 @@ def test_embed_threads_setting_runs_one_at_a_time(tmp_path):
     assert make_encoder(_settings(tmp_path)).workers == _cores()
 
 
-def test_index_chunked_the_old_way_keeps_working(ragqa, tmp_path):
-    """An index built with other chunking (here the old default, 30 tokens of overlap) is not
+def test_index_chunked_another_way_keeps_working(ragqa, tmp_path):
+    """An index built with other chunking (here 30 tokens of overlap, then none) is not
     re-embedded by an ingest of the same file, and still answers."""
     source = tmp_path / "long.jsonl"
     rows = [{"id": f"p{i}", "title": f"{topic} at scale", "abstract": " ".join(
@@ -96,7 +86,7 @@ def test_index_chunked_the_old_way_keeps_working(ragqa, tmp_path):
     old = ragqa("ingest", str(source), "--quiet", "--json", RAGQA_CHUNK_OVERLAP="30")
     assert old.exit_code == 0, old.output
     assert json.loads(old.stdout)["chunks"] > 3
-    again = ragqa("ingest", str(source), "--quiet", "--json")
+    again = ragqa("ingest", str(source), "--quiet", "--json", RAGQA_CHUNK_OVERLAP="0")
     report = json.loads(again.stdout)
     assert (report["chunks"], report["unchanged"], report["added"]) == (0, 3, 0)
     found = ragqa("search", "speech recognition in noise at scale", "--json")
