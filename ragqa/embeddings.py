@@ -117,7 +117,9 @@ class LocalMiniLM:
         self._counter.no_padding()
         self._counter.no_truncation()
         self.batch_size = batch_size
-        self._pool: ThreadPoolExecutor | None = None  # started by the first embed that needs it
+        # Its threads start with the first embed that needs them.
+        self._pool = (ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragqa-embed")
+                      if self.workers > 1 else None)
 
     def count_tokens(self, text: str) -> int:
         return len(self._counter.encode(text, add_special_tokens=False).ids)
@@ -144,20 +146,25 @@ class LocalMiniLM:
         batches = [order[start : start + self.batch_size]
                    for start in range(0, len(order), self.batch_size)]
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        # onnxruntime lets go of the GIL while it runs: the workers' runs overlap.
-        vectors = (self._workers().map(self._embed_batch, [[texts[i] for i in batch]
-                                                             for batch in batches])
-                   if self.workers > 1 and len(batches) > 1
-                   else (self._embed_batch([texts[i] for i in batch]) for batch in batches))
+        parts = [[texts[i] for i in batch] for batch in batches]
+        if self._pool is not None and len(parts) > 1:
+            vectors = self._side_by_side(self._pool, parts)
+        else:
+            vectors = [self._embed_batch(part) for part in parts]
         for batch, rows in zip(batches, vectors, strict=True):
             out[batch] = rows
         return out
 
-    def _workers(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers,
-                                            thread_name_prefix="ragqa-embed")
-        return self._pool
+    def _side_by_side(self, pool: ThreadPoolExecutor, parts: list[list[str]]
+                      ) -> list[np.ndarray]:
+        """onnxruntime lets go of the GIL while it runs: the workers' runs overlap."""
+        futures = [pool.submit(self._embed_batch, part) for part in parts]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:  # Ctrl-C or a failure: the texts not started never run
+                future.cancel()
+            raise
 
 
 def _cores() -> int:
