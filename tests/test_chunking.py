@@ -61,13 +61,18 @@ def test_derived_title_and_short_abstract(encoder, tmp_path):
     assert _inputs(encoder, settings, short)[1] == [f"{TITLE}. One sentence on sparse attention."]
 
 
-def test_side_by_side_runs_give_the_vectors_of_one_run_at_a_time(encoder):
+def test_side_by_side_runs_give_the_vectors_of_one_run_at_a_time():
     texts = [f"{TITLE}. {TEXT[: 40 * (i + 1)]}" for i in range(24)] + ["x"]
-    one_at_a_time = LocalMiniLM(workers=1)
-    assert encoder.workers == _cores() and one_at_a_time.workers == 1
-    np.testing.assert_allclose(encoder.embed(texts), one_at_a_time.embed(texts), atol=1e-5)
-    workers = [t for t in threading.enumerate() if t.name.startswith("ragqa-embed")]
-    assert len(workers) == (encoder.workers if encoder.workers > 1 else 0)
+    side_by_side, one_at_a_time = LocalMiniLM(), LocalMiniLM(workers=1)
+    assert side_by_side.workers == _cores() and one_at_a_time.workers == 1
+
+    def embed_threads() -> int:
+        return sum(t.name.startswith("ragqa-embed") for t in threading.enumerate())
+
+    threads = embed_threads()
+    np.testing.assert_allclose(side_by_side.embed(texts), one_at_a_time.embed(texts), atol=1e-5)
+    # The side-by-side encoder started one thread per core (none on a single core).
+    assert embed_threads() - threads == (side_by_side.workers if side_by_side.workers > 1 else 0)
 
 
 def test_embed_threads_setting_runs_one_at_a_time(tmp_path):
