@@ -196,8 +196,9 @@ def make_chunker(encoder: Encoder, settings: Settings) -> Callable[[Paper], list
 
     An abstract that fits is one chunk: most do (73 % of the mlconf abstracts), and embedding it
     whole costs the same as the raw embedder and keeps its context together. A longer one is cut
-    between sentences, with `chunk_overlap` tokens of the previous chunk's last sentences
-    repeated, so no sentence goes unread. Linear in the text: a 10 MB abstract chunks in
+    between sentences, so no sentence goes unread; `chunk_overlap` tokens of the previous
+    chunk's last sentences may be repeated (none by default: SciFact does not need them, and
+    each is embedded twice). Linear in the text: a 10 MB abstract chunks in
     seconds."""
 
     def chunks(paper: Paper) -> list[str]:
