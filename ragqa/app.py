@@ -105,6 +105,9 @@ def is_foreign(question: str | None) -> bool:
     return detect_language(question) != "English"
 
 
+SEED_PAPERS = 29  # the bundled ICML 2026 seeds
+
+
 def open_for_query(settings: Settings, name: str, quiet: bool = False,
                    store: Store | None = None, question: str | None = None) -> Retriever:
     """The retriever of a collection; a collection never filled gets the bundled seeds first,
@@ -122,7 +125,29 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
                              "ICML 2026 seeds (29 abstracts) first\n")
         ingest_paths(store, seed_files(), only_if_empty=True,
                      multilingual=multilingual_encoder(settings, is_foreign(question)))
+    elif is_foreign(question) and not store.multilingual_embedder():
+        retriever = Retriever(store)
+        if not holds_only_the_seeds(retriever):
+            return retriever  # the answer says how to add them (ragqa ingest --multilingual)
+        # The bundled seeds, filled by an English first question: their multilingual vectors
+        # are seconds away, so a question in another language gets them rather than a notice.
+        if not quiet:
+            sys.stderr.write(f"ragqa: adding multilingual vectors to collection {name!r} (the "
+                             "bundled seeds, 29 abstracts) for a question in another language\n")
+        ingest_paths(store, seed_files(), multilingual=multilingual_encoder(settings, True))
     return Retriever(store)
+
+
+def holds_only_the_seeds(retriever: Retriever) -> bool:
+    """Whether a collection holds the bundled seeds and nothing else."""
+    from ragqa.corpus import read_sources
+    from ragqa.resources import seed_files
+
+    lexical = retriever.lexical
+    if lexical is None or not 0 < lexical.size <= SEED_PAPERS:
+        return False
+    held = set(lexical.paper_ids_by_index(range(lexical.size)))
+    return held <= {p.paper_id for p in read_sources(seed_files()).papers}
 
 
 def llm_for(settings: Settings, choice: str | None):

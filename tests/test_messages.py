@@ -39,7 +39,12 @@ def _placeholders(entry: str | dict[str, str]) -> set[str]:
 
 @pytest.fixture
 def plain(seeded, seeds_copy):
-    """`seeded`, plus the collection PLAIN: the seeds without multilingual vectors."""
+    """`seeded`, plus the collection PLAIN: the seeds and one paper more (30), without
+    multilingual vectors (the bundled seeds alone would get them for a Chinese question)."""
+    (seeds_copy / "more.jsonl").write_text(json.dumps(
+        {"id": "x1", "title": "Irrigation scheduling for greenhouse tomatoes",
+         "abstract": "We schedule drip irrigation for greenhouse tomato crops from soil "
+                     "moisture sensors and weather forecasts."}) + "\n", encoding="utf-8")
     made = seeded("ingest", str(seeds_copy), "--collection", PLAIN, "--quiet")
     assert made.exit_code == 0, made.output
     return lambda *args: seeded(*args, "--collection", PLAIN)
@@ -95,7 +100,7 @@ def test_a_chinese_topic_is_quoted_without_its_question_frame():
 def test_a_chinese_question_nothing_addresses_abstains_in_chinese(plain):
     answer = _json(plain("ask", ABSENT_ZH, "--json"))
     assert answer["language"] == "Chinese" and answer["mode"] == "extractive"
-    assert answer["answer"] == "本论文库的 29 篇论文中，没有一篇涉及“量子计算”。"
+    assert answer["answer"] == "本论文库的 30 篇论文中，没有一篇涉及“量子计算”。"
     assert answer["citations"] == [] and len(answer["closest"]) == 3
     labels = answer["labels"]
     assert labels["header"].startswith("抽取式回答（未配置 LLM）")
@@ -104,7 +109,7 @@ def test_a_chinese_question_nothing_addresses_abstains_in_chinese(plain):
     shown = plain("ask", ABSENT_ZH)
     assert shown.exit_code == 0, shown.output
     text = " ".join(shown.stdout.split())  # rich wraps long lines
-    for frame in ("抽取式回答（未配置 LLM）：句子均摘自论文摘要。", "本论文库的 29 篇论文中",
+    for frame in ("抽取式回答（未配置 LLM）：句子均摘自论文摘要。", "本论文库的 30 篇论文中",
                   "最接近的论文（均不涉及该问题；未引用）："):
         assert frame in text
     assert "Extractive answer" not in text and "Closest matches" not in text
@@ -152,7 +157,7 @@ def test_search_lines_follow_the_question_s_language(seeded, plain):
     absent = plain("search", ABSENT_ZH)
     assert absent.exit_code == 0, absent.output
     assert " ".join(absent.stdout.split()) == \
-        f"本论文库（29 篇论文）中没有与“{ABSENT_ZH}”匹配的论文。"
+        f"本论文库（30 篇论文）中没有与“{ABSENT_ZH}”匹配的论文。"
     found = seeded("search", MIXED_ZH)
     results = _json(seeded("search", MIXED_ZH, "--json"))["results"]
     assert found.stdout.startswith(f"检索“{MIXED_ZH}”：29 篇论文中有 {len(results)} 篇相关\n")
@@ -262,7 +267,7 @@ def test_a_chinese_summary_has_chinese_frames_and_english_theme_sentences(seeded
     assert markdown.startswith("# 综述：full-duplex speech\n") and "\n## 参考文献\n" in markdown
     absent = _json(plain("summarize", ABSENT_ZH, "--json"))
     assert absent["themes"] == [] and absent["overview"] == \
-        "本论文库的 29 篇论文中，没有一篇涉及“量子计算”。"
+        "本论文库的 30 篇论文中，没有一篇涉及“量子计算”。"
 
 
 @pytest.mark.server
