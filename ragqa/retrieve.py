@@ -550,14 +550,8 @@ class Retriever:
         # one, six papers would be a fifth of it, far more than one topic.
         wide = min(MULTILINGUAL_CORE, max(FEEDBACK_MIN, self.total_papers // 15))
         core = np.argsort(-first_round)[:max(wide, feedback_size(first_round))]
-        centre = pool.vectors[core].mean(axis=0)
-        centre /= max(float(np.linalg.norm(centre)), 1e-9)
-        expanded_weights = self._expanded_query(query_terms, [pool.rows[i] for i in core])
-        expanded = self.lexical.weighted_scores(expanded_weights, allowed)
-        second = self.store.query_many(centre[None, :], n * 2, where)
-        pool.add_nearest(second)
-        best_expanded = np.argsort(-expanded)[:n]
-        pool.add_rows(best_expanded[expanded[best_expanded] > 0])
+        centre, expanded_weights, expanded, second = self._feedback_round(
+            pool, core, query_terms, allowed, where, n)
 
         z_all = multilingual_z()
         z_m, z_best = z_all[:, 0], z_all.max(axis=1)
@@ -704,14 +698,8 @@ class Retriever:
             + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
         # The first round's best papers: the core of what the question found.
         core = np.argsort(-first_round)[:feedback_size(first_round)]
-        centre = pool.vectors[core].mean(axis=0)
-        centre /= max(float(np.linalg.norm(centre)), 1e-9)
-        expanded_weights = self._expanded_query(query_terms, [pool.rows[i] for i in core])
-        expanded = self.lexical.weighted_scores(expanded_weights, allowed)
-        second = self.store.query_many(centre[None, :], n * 2, where)
-        pool.add_nearest(second)
-        best_expanded = np.argsort(-expanded)[:n]
-        pool.add_rows(best_expanded[expanded[best_expanded] > 0])
+        centre, expanded_weights, expanded, second = self._feedback_round(
+            pool, core, query_terms, allowed, where, n)
 
         vectors = np.vstack([queries, centre])
         similarity = pool.similarity(vectors, [*nearest, *second])
@@ -801,6 +789,23 @@ class Retriever:
         for term in lexical.terms(text, query=True):
             groups.setdefault(term, self.lexical.query_terms(term, extend=True) or [term])
         return list(groups.values())
+
+    def _feedback_round(self, pool: _CandidatePool, core: np.ndarray, query_terms: list[str],
+                        allowed: np.ndarray | None, where: dict | None, n: int):
+        """The second round of a list question, from the first round's core papers: their
+        centre among the English vectors searched, and the query expanded from their words
+        (RM3) scored by BM25; both add their best papers to the pool. Returns the centre, the
+        expanded query's weights, its BM25 scores and the centre's nearest chunks."""
+        assert self.lexical is not None
+        centre = pool.vectors[core].mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-9)
+        expanded_weights = self._expanded_query(query_terms, [pool.rows[i] for i in core])
+        expanded = self.lexical.weighted_scores(expanded_weights, allowed)
+        second = self.store.query_many(centre[None, :], n * 2, where)
+        pool.add_nearest(second)
+        best_expanded = np.argsort(-expanded)[:n]
+        pool.add_rows(best_expanded[expanded[best_expanded] > 0])
+        return centre, expanded_weights, expanded, second
 
     def _expanded_query(self, query_terms: list[str], feedback: list[int]) -> dict[str, float]:
         """The question's words and EXPANSION_TERMS words of the feedback papers (RM3), the
