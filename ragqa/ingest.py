@@ -342,7 +342,7 @@ class _Writer:
     Once a batch is written, the writer also works out its papers' BM25 terms into
     `known_terms`, for the snapshot written at the end (`sync_lexical`)."""
 
-    def __init__(self, store: Store, known_terms: dict[str, tuple[str, list[str]]] | None
+    def __init__(self, store: Store, known_terms: dict[str, lexical.KnownTerms] | None
                  ) -> None:
         self._store = store
         self._known_terms = known_terms
@@ -390,7 +390,7 @@ class _Writer:
 
 
 def _embed_and_store(store: Store, papers: list[Paper], progress: Progress,
-                     known_terms: dict[str, tuple[str, list[str]]] | None) -> int:
+                     known_terms: dict[str, lexical.KnownTerms] | None) -> int:
     """Chunk, embed and upsert `papers`, PAPERS_PER_BATCH at a time; returns the chunks."""
     chunker = make_chunker(store.encoder, store.settings)
     store.collection(create=True)
@@ -420,7 +420,7 @@ def _embed_and_store(store: Store, papers: list[Paper], progress: Progress,
 
 
 def sync_lexical(store: Store, states: dict[str, PaperState] | None = None,
-                 known_terms: dict[str, tuple[str, list[str]]] | None = None) -> bool:
+                 known_terms: dict[str, lexical.KnownTerms] | None = None) -> bool:
     """Rebuild the BM25 snapshot if it does not match Chroma. Returns whether it rebuilt.
     `known_terms`: BM25 terms of papers worked out already (see lexical.write_snapshot)."""
     folder = local_dir(store.settings, store.name)
@@ -461,7 +461,7 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     if plan.moved:
         store.update_places(plan.moved)
     # The papers' BM25 terms, worked out by the writer while the next batch embeds.
-    known_terms: dict[str, tuple[str, list[str]]] | None = {} if lexical_index else None
+    known_terms: dict[str, lexical.KnownTerms] | None = {} if lexical_index else None
     if plan.to_embed:
         progress.start(len(plan.to_embed))
         report.chunks = _embed_and_store(store, plan.to_embed, progress, known_terms)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragqa.corpus import Paper
+from ragqa.corpus import Paper, split_sentences
 
 CURRENT = "CURRENT"
 # A query stem no paper uses is matched to words that extend it by at most MAX_EXTENSION
@@ -100,18 +100,32 @@ def _digest(document: str) -> str:
     return hashlib.blake2b(document.encode(), digest_size=16).hexdigest()
 
 
-def document_terms(paper: Paper) -> tuple[str, list[str]]:
-    """(a digest of the paper's document, its terms): what `write_snapshot` can use instead of
-    working the terms out again, as long as the document is the same. The terms are interned:
-    they repeat, and thousands of papers' would take hundreds of MB as separate strings."""
-    document = paper_document(paper)
-    return _digest(document), [sys.intern(t) for t in terms(document)]
+# (a digest of a paper's document, its BM25 terms, its sentences' terms): see document_terms
+KnownTerms = tuple[str, list[str], str]
 
 
-def _terms_of(paper: Paper, known_terms: Mapping[str, tuple[str, list[str]]]) -> list[str]:
+def document_terms(paper: Paper) -> KnownTerms:
+    """(a digest of the paper's document, its terms, its sentences' terms): what
+    `write_snapshot` can use instead of working the terms out again, as long as the document is
+    the same. The terms are interned: they repeat, and thousands of papers' would take hundreds
+    of MB as separate strings.
+
+    The document's terms are its title's followed by each sentence's, which is what the whole
+    document gives (no word spans two sentences); the sentences' terms, one line per sentence
+    of `split_sentences(paper.text)`, let a search choose a paper's best sentence without
+    stemming its abstract again (`LexicalIndex.sentence_terms`)."""
     document = paper_document(paper)
+    per_sentence = [terms(sentence) for sentence in split_sentences(paper.text)]
+    words = [] if paper.title_derived else terms(paper.title)
+    words += [t for sentence in per_sentence for t in sentence]
+    return (_digest(document), [sys.intern(t) for t in words],
+            "\n".join(" ".join(sentence) for sentence in per_sentence))
+
+
+def _terms_of(paper: Paper, known_terms: Mapping[str, KnownTerms]) -> KnownTerms:
     known = known_terms.get(paper.paper_id)
-    return known[1] if known and known[0] == _digest(document) else terms(document)
+    return known if known and known[0] == _digest(paper_document(paper)) \
+        else document_terms(paper)
 
 
 class LexicalIndex:
@@ -152,6 +166,21 @@ class LexicalIndex:
         rows = dict(self._db.execute(f"SELECT idx, json FROM papers WHERE idx IN ({marks})",
                                      [int(i) for i in indices]).fetchall())
         return [Paper(**json.loads(rows[int(i)])) for i in indices]
+
+    def sentence_terms(self, indices: Sequence[int]) -> list[list[list[str]] | None]:
+        """Each paper's sentences' terms (by row), as `document_terms` worked them out; None
+        for every row of a snapshot written before they were kept."""
+        if not indices:
+            return []
+        marks = ",".join("?" * len(indices))
+        try:
+            rows = dict(self._db.execute(
+                f"SELECT idx, sentence_terms FROM papers WHERE idx IN ({marks})",
+                [int(i) for i in indices]).fetchall())
+        except sqlite3.OperationalError:  # no such column
+            return [None] * len(indices)
+        return [[line.split() for line in rows[int(i)].split("\n")]
+                if rows[int(i)] is not None else None for i in indices]
 
     def all_papers(self) -> list[Paper]:
         rows = self._db.execute("SELECT json FROM papers ORDER BY source_file, position, idx")
@@ -365,7 +394,7 @@ def _position(source: str) -> tuple[str, int]:
 
 def write_snapshot(folder: Path, papers: list[Paper], fp: str,
                    background: np.ndarray | None = None,
-                   known_terms: Mapping[str, tuple[str, list[str]]] | None = None) -> Path:
+                   known_terms: Mapping[str, KnownTerms] | None = None) -> Path:
     """Write a new snapshot, switch CURRENT to it atomically, then remove older ones.
 
     `background` is a sample of the collection's vectors: retrieve.py measures how unusual a
@@ -399,23 +428,24 @@ def _categories(extra: dict) -> set[str]:
 
 
 def _write_files(work: Path, papers: list[Paper], background: np.ndarray | None,
-                 known_terms: Mapping[str, tuple[str, list[str]]]) -> None:
+                 known_terms: Mapping[str, KnownTerms]) -> None:
     import bm25s
 
+    worked_out = [_terms_of(p, known_terms) for p in papers]
     with contextlib.closing(sqlite3.connect(work / "papers.sqlite")) as db:
         db.execute("CREATE TABLE papers (idx INTEGER PRIMARY KEY, paper_id TEXT UNIQUE, "
                    "json TEXT, venue_key TEXT, year INTEGER, source_file TEXT, position INTEGER, "
-                   "categories TEXT)")
+                   "categories TEXT, sentence_terms TEXT)")
         db.executemany(
-            "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             ((i, p.paper_id, json.dumps(asdict(p), ensure_ascii=False), p.venue.lower(), p.year,
-              *_position(p.source), f" {' '.join(sorted(_categories(p.extra)))} ")
-             for i, p in enumerate(papers)),
+              *_position(p.source), f" {' '.join(sorted(_categories(p.extra)))} ", known[2])
+             for i, (p, known) in enumerate(zip(papers, worked_out, strict=True))),
         )
         db.commit()
     if papers:
         retriever = bm25s.BM25(k1=1.2, b=0.75)
-        retriever.index([_terms_of(p, known_terms) for p in papers], show_progress=False)
+        retriever.index([known[1] for known in worked_out], show_progress=False)
         retriever.save(str(work / "bm25"))
     if background is not None and len(background):
         np.save(work / "background.npy", background.astype(np.float32))

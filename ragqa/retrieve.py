@@ -180,8 +180,6 @@ GATE_TOP = 3
 # no paper (Retriever.names_unknown_subject: "protein structure design" over molecule papers).
 KEY_TERM_TOPIC_WORDS = 3
 REFERENCE_DIR = Path(__file__).parent / "data"
-# Chunk texts a Retriever keeps (~1.3 KB each: ~65 MB at most), then it starts again.
-MAX_KEPT_CHUNKS = 50_000
 # A collection of this many papers counts half, the reference half, in the list decision's
 # background (ragqa.retrieve.Retriever._list_z).
 REFERENCE_PAPERS = 200
@@ -422,11 +420,10 @@ class Retriever:
         self._multilingual: tuple[Store, np.ndarray | None] | None = None
         # What this snapshot's searches read from Chroma again and again, kept as they are read
         # (a server answers many questions over the same papers; each Chroma get costs ~2 ms):
-        # chunk-0 vectors by snapshot row, and chunk texts. Keyed by paper and chunk, never by
-        # question; a new snapshot is a new Retriever (App.retriever), so nothing goes stale.
+        # chunk-0 vectors by snapshot row. Keyed by paper, never by question; a new snapshot is
+        # a new Retriever (App.retriever), so nothing goes stale.
         self._vector_table: tuple[np.ndarray, np.ndarray] | None = None  # (vectors, known)
         self._table_lock = threading.Lock()
-        self._chunk_texts: dict[str, str] = {}
 
     @property
     def total_papers(self) -> int:
@@ -623,16 +620,18 @@ class Retriever:
         return SearchResult(query, hits, self.total_papers, considered, cut, filters.as_dict())
 
     def _read_papers(self, hits: list[Hit], query_terms: list[str] | None) -> None:
-        """Attach each hit's Paper and, given the query's terms, its best sentence."""
+        """Attach each hit's Paper and, given the query's terms, its best sentence: of the
+        whole abstract, which the snapshot holds (reading the best chunk's text from Chroma
+        instead cost a `/api/search` at 38k papers half its CPU)."""
         assert self.lexical is not None
-        chunks = (self.chunk_texts([h.chunk_id for h in hits if h.chunk_id])
-                  if query_terms is not None else {})
-        for hit, paper in zip(hits, self.lexical.papers_by_index([h.index for h in hits]),
-                              strict=True):
+        rows = [h.index for h in hits]
+        kept = (self.lexical.sentence_terms(rows) if query_terms is not None
+                else [None] * len(rows))
+        for hit, paper, sentence_terms in zip(hits, self.lexical.papers_by_index(rows), kept,
+                                              strict=True):
             hit.paper = paper
             if query_terms is not None:
-                text = chunks.get(hit.chunk_id) or paper.text
-                hit.best_sentence = best_sentence(text, set(query_terms))
+                hit.best_sentence = best_sentence(paper.text, set(query_terms), sentence_terms)
 
     def paper_vectors(self, rows: Sequence[int]) -> np.ndarray:
         """The chunk-0 vector of each paper (by snapshot row), read from Chroma once."""
@@ -653,20 +652,6 @@ class Retriever:
                 table[1][missing] = True
         assert table is not None
         return table[0][rows]
-
-    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        """Chunk id -> chunk text, read from Chroma once."""
-        kept = self._chunk_texts
-        found = {c: text for c in chunk_ids  # another request may clear `kept` meanwhile
-                 if (text := kept.get(c)) is not None}
-        missing = [c for c in dict.fromkeys(chunk_ids) if c not in found]
-        if missing:
-            if len(kept) > MAX_KEPT_CHUNKS:
-                kept.clear()
-            read = self.store.documents(missing)
-            kept.update(read)
-            found.update(read)
-        return found
 
     def _list_candidates(self, query: str, n: int, filters: Filters,
                          allowed: np.ndarray | None) -> tuple[list[Hit], list[str]]:
@@ -1044,15 +1029,19 @@ def is_list_question(question: str) -> bool:
     return len(words) <= MAX_TOPIC_WORDS and not sentence
 
 
-def best_sentence(text: str, query_terms: set[str]) -> str:
+def best_sentence(text: str, query_terms: set[str],
+                  sentence_terms: Sequence[list[str]] | None = None) -> str:
     """The sentence sharing the most (stemmed) words with the question; ties go to the earlier
-    one. Falls back to the first sentence."""
+    one. Falls back to the first sentence. `sentence_terms`: each sentence's terms, as the
+    snapshot keeps them (`LexicalIndex.sentence_terms`), else they are worked out here."""
     sentences = split_sentences(text)
     if not sentences:
         return text
     if not query_terms:
         return sentences[0]
-    scores = [len(query_terms & set(words)) / math.sqrt(len(words) + 5)
-              for words in map(lexical.terms, sentences)]
+    if sentence_terms is None or len(sentence_terms) != len(sentences):
+        sentence_terms = [lexical.terms(sentence) for sentence in sentences]
+    scores = [len(query_terms.intersection(words)) / math.sqrt(len(words) + 5)
+              for words in sentence_terms]
     best = int(np.argmax(scores))
     return sentences[best] if scores[best] > 0 else sentences[0]

@@ -1,10 +1,14 @@
-"""What keeps a served search cheap: one BLAS and one onnxruntime thread per request, and the
-Chroma reads a Retriever keeps (vectors and chunk texts by paper, never answers by question),
-which must give the same answers as a fresh Retriever and go when an ingest changes a paper."""
+"""What keeps a served search cheap: one BLAS and one onnxruntime thread per request, the
+Chroma reads a Retriever keeps (vectors by paper, never answers by question), which must give
+the same answers as a fresh Retriever and go when an ingest changes a paper, and the sentences'
+terms the snapshot keeps, which must choose the sentences that stemming each abstract again
+would."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 
 import numpy as np
 import pytest
@@ -44,7 +48,7 @@ def test_ragqa_embed_threads_still_decides(seeded, home, monkeypatch):
     assert encoder._session.get_session_options().intra_op_num_threads == 2
 
 
-def test_kept_vectors_and_chunk_texts_are_what_chroma_holds(core):
+def test_kept_vectors_are_what_chroma_holds(core):
     retriever = core.retriever()
     index = retriever.lexical
     rows = [3, 0, 7, 3, index.size - 1]
@@ -55,9 +59,6 @@ def test_kept_vectors_and_chunk_texts_are_what_chroma_holds(core):
     expected = read[[distinct.index(r) for r in rows]]
     assert np.array_equal(first, expected[:2]) and np.array_equal(both, expected)
     assert both.dtype == np.float32 and both.shape == (5, 384)
-    chunk_ids = [f"{pid}::0" for pid in index.paper_ids_by_index([1, 2])]
-    assert retriever.chunk_texts(chunk_ids[:1]) == retriever.store.documents(chunk_ids[:1])
-    assert retriever.chunk_texts(chunk_ids * 2) == retriever.store.documents(chunk_ids)
 
 
 def test_a_warm_search_answers_as_a_fresh_retriever_does(core):
@@ -83,32 +84,73 @@ def test_a_paper_an_ingest_changes_is_read_again(core, seeded, tmp_path):
     before = core.retriever()
     row = before.lexical.index_of("perf-1")
     old = before.paper_vectors([row])[0]
-    assert before.chunk_texts(["perf-1::0"])["perf-1::0"].startswith("Octopus arms")
+    assert before.lexical.papers_by_index([row])[0].text.startswith("Octopus arms")
     ingest("Graph neural networks predict molecular properties from atom features.")
     after = core.retriever()
     assert after is not before
     new = after.paper_vectors([after.lexical.index_of("perf-1")])[0]
     assert not np.allclose(old, new)
     assert np.array_equal(new, after.store.paper_vectors(["perf-1"])[0])
-    assert after.chunk_texts(["perf-1::0"])["perf-1::0"].startswith("Graph neural")
+    assert after.lexical.papers_by_index([after.lexical.index_of("perf-1")])[0].text \
+        .startswith("Graph neural")
     found = core.search("Which papers predict molecular properties with graph networks?")
     assert "perf-1" in [r["paper_id"] for r in found["results"]]
 
 
 def test_what_is_kept_is_bounded_and_answers_stay_whole(core, monkeypatch):
-    from ragqa import lexical, retrieve
+    from ragqa import lexical
 
-    monkeypatch.setattr(retrieve, "MAX_KEPT_CHUNKS", 1)
     monkeypatch.setattr(lexical, "MAX_KEPT_TERMS", 1)
-    retriever = core.retriever()
-    index = retriever.lexical
-    chunk_ids = [f"{pid}::0" for pid in index.paper_ids_by_index([0, 1, 2, 3])]
-    for start in range(3):  # each call past the bound starts again, and still answers all
-        assert retriever.chunk_texts(chunk_ids[start:]) == \
-            retriever.store.documents(chunk_ids[start:])
-        assert len(retriever._chunk_texts) <= len(chunk_ids)
+    index = core.retriever().lexical
     rows = [0, 1, 2, 3]
     words = [lexical.terms(lexical.paper_document(p)) for p in index.papers_by_index(rows)]
     for start in range(3):
         assert index._terms_of_rows(rows[start:]) == words[start:]
     assert len(index._row_terms) <= len(rows)
+
+
+def test_the_snapshot_keeps_each_sentences_terms_as_stemming_gives_them(core):
+    from ragqa import lexical
+    from ragqa.corpus import split_sentences
+
+    index = core.retriever().lexical
+    rows = list(range(index.size))
+    papers = index.papers_by_index(rows)
+    for paper, kept in zip(papers, index.sentence_terms(rows), strict=True):
+        assert kept == [lexical.terms(s) for s in split_sentences(paper.text)]
+        # the document's terms are its title's and its sentences', as BM25 indexed them
+        assert lexical.document_terms(paper)[1] == lexical.terms(lexical.paper_document(paper))
+
+
+def test_best_sentences_are_the_same_from_a_snapshot_that_keeps_no_sentence_terms(core, tmp_path):
+    from ragqa.lexical import LexicalIndex
+
+    index = core.retriever().lexical
+    old = tmp_path / "old-snapshot"
+    shutil.copytree(index.folder, old)
+    with sqlite3.connect(old / "papers.sqlite") as db:  # as written before they were kept
+        db.execute("ALTER TABLE papers DROP COLUMN sentence_terms")
+    plain = LexicalIndex(old, index.fingerprint)
+    assert plain.sentence_terms([0, 1]) == [None, None]
+    retriever = core.retriever()
+    found = [core.search(q) for q in QUESTIONS]
+    retriever.lexical = plain
+    try:
+        assert [core.search(q) for q in QUESTIONS] == found
+    finally:
+        retriever.lexical = index
+        plain.close()
+
+
+def test_a_best_sentence_may_come_from_any_chunk_of_a_long_abstract(core, seeded, tmp_path):
+    filler = " ".join(f"Octopus arm segment {i} bends under load in shallow water." for i in
+                      range(40))
+    source = tmp_path / "long.jsonl"
+    source.write_text(json.dumps({
+        "id": "long-1", "title": "Octopus Arm Mechanics",
+        "text": f"{filler} Finally we model sucker adhesion with a soft hydrogel robot gripper."
+    }) + "\n", encoding="utf-8")
+    assert seeded("ingest", str(source), "--quiet").exit_code == 0
+    found = core.search("hydrogel gripper sucker adhesion", k=10, cut=False)
+    hit = next(r for r in found["results"] if r["paper_id"] == "long-1")
+    assert hit["best_sentence"].startswith("Finally we model sucker adhesion")
