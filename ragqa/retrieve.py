@@ -21,6 +21,7 @@ import numpy as np
 
 from ragqa import lexical
 from ragqa.corpus import Paper, split_sentences
+from ragqa.glossary import english_words
 from ragqa.question import understand
 from ragqa.sources.select import category_key, split_categories
 from ragqa.store import Store, local_dir
@@ -207,6 +208,8 @@ MULTILINGUAL_LIST_MODEL = RelevanceModel(
     bias=-0.7251, threshold=0.77)
 # Words of a question in another language that BM25 can use: Latin-script words, acronyms and
 # names ("哪些论文研究 full-duplex speech?" -> "full-duplex speech").
+import os
+_GLOSS_DENSE = os.environ.get("RAGQA_GLOSS_DENSE") == "1"
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'+.][A-Za-z0-9]+)*")
 # "Which papers" in the languages the translated dev questions are in (Chinese, Japanese,
 # German) and a few more: a list question (the English _LIST_QUESTION cannot read them).
@@ -519,7 +522,12 @@ class Retriever:
         query = multi.encoder.embed_queries(asked)  # type: ignore[attr-defined]
         where = filters.chroma_where()
         nearest = multi.query_many(query, n * 2, where)
-        latin = latin_words(question)
+        # BM25 reads the question's Latin-script words and the dictionary's English for the rest
+        glossed = english_words(topic)
+        latin = " ".join(filter(None, (latin_words(question), glossed)))
+        english = (self.store.encoder.embed([latin]) if glossed and _GLOSS_DENSE
+                   else np.zeros((0, 1), dtype=np.float32))
+        english_nearest = self.store.query_many(english, n * 2, where) if len(english) else []
         query_terms = self.lexical.query_terms(latin, extend=True) if latin else []
         bm25 = np.zeros(self.lexical.size, dtype=np.float32)
         for index, score in (self.lexical.search(latin, n, allowed, extend=True)
@@ -527,6 +535,7 @@ class Retriever:
             bm25[index] = score
         pool = _CandidatePool(self.lexical, self.paper_vectors)
         pool.add_nearest(nearest)
+        pool.add_nearest(english_nearest)
         pool.add_rows(np.flatnonzero(bm25))
         if not pool.rows:
             return [], query_terms
@@ -541,8 +550,12 @@ class Retriever:
                     r = pool._row_of.get(pid)
                     if r is not None and sim > similarity[r, j]:
                         similarity[r, j] = sim
-            return self._against_reference(similarity, query, centre_m, spread_m,
-                                           multi.encoder.embedder_id)
+            z = self._against_reference(similarity, query, centre_m, spread_m,
+                                        multi.encoder.embedder_id)
+            if len(english):  # the dictionary's English, in the English space
+                z = np.hstack([z, self._list_z(pool.similarity(english, english_nearest),
+                                               english)])
+            return z
 
         first_round = multilingual_z().max(axis=1) + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
         # A wider core than English's in a large collection: the multilingual first round is
