@@ -33,14 +33,17 @@ SUBSUME = 0.8
 TOP = 900
 MAX_N = 3
 
-STOP = set("""
+# Function words only: generic content words ("towards", "via", "using", "based", "novel") stay
+# in the list and the glossary author decides which to translate.
+STOP_WORDS = """
 a an the and or but nor of in on at to for from by with without into onto over under about
 as is are be been being was were it its this that these those their our we you they he she
-not no can do does did how what when where which who why whom whose via vs versus than then
-so if via through beyond across between among against towards toward up down out off per
+not no can do does did how what when where which who why whom whose vs versus than then
+so if through beyond across between among against up down out off per
 all any each every some such more most less least very too also only just both either neither
-one two three new using based use used own other others i ii iii iv part s t
-""".split())
+one two three own other others i ii iii iv part s t
+"""
+STOP = frozenset(STOP_WORDS.split())
 
 WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 
