@@ -21,6 +21,7 @@ import numpy as np
 
 from ragqa import lexical
 from ragqa.corpus import Paper, split_sentences
+from ragqa.glossary import english_words
 from ragqa.question import understand
 from ragqa.sources.select import category_key, split_categories
 from ragqa.store import Store, local_dir
@@ -203,6 +204,14 @@ LIST_MODEL = RelevanceModel(
 MULTILINGUAL_LIST_MODEL = RelevanceModel(
     weights=(-1.1363, 1.9092, 0.534, 0.1416, 0.0595, 6.7468, 0.5978, 0.3071, 3.0599),
     bias=-0.7251, threshold=0.77)
+# A Chinese question's list decision: the same signals, with BM25 and an English query vector
+# also reading the dictionaries' English words for its Chinese ones (ragqa.glossary). Fitted by
+# `bench/multilingual/eval.py --fit` (all three slices: its BM25 weights are positive now that
+# BM25 reads the question's words). No topic gate: fitted, it kept 0.5-0.8 of the absent topics
+# silent but cut held-out recall by 0.05-0.09 on every slice.
+CHINESE_LIST_MODEL = RelevanceModel(
+    weights=(-0.0088, 0.6154, 0.7059, 4.9724, 4.0934, 13.8594, 0.8678, 0.0925, 12.7841),
+    bias=-1.5669, threshold=0.89)
 # Words of a question in another language that BM25 can use: Latin-script words, acronyms and
 # names ("哪些论文研究 full-duplex speech?" -> "full-duplex speech").
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'+.][A-Za-z0-9]+)*")
@@ -418,6 +427,9 @@ class Retriever:
                     index = lexical.open_current(folder)
         self.lexical: LexicalIndex | None = index
         self._multilingual: tuple[Store, np.ndarray | None] | None = None
+        # A Chinese question's words translated by the dictionaries (ragqa.glossary); off only
+        # to measure what they bring (bench/multilingual/eval.py).
+        self.dictionary = True
         # What this snapshot's searches read from Chroma again and again, kept as they are read
         # (a server answers many questions over the same papers; each Chroma get costs ~2 ms):
         # chunk-0 vectors by snapshot row. Keyed by paper, never by question; a new snapshot is
@@ -479,13 +491,15 @@ class Retriever:
         if not self.lexical or not self.lexical.size:
             return SearchResult(question, [], 0, filters=filters.as_dict(),
                                 multilingual="multilingual")
-        rule = rule or (MULTILINGUAL_LIST_MODEL if is_foreign_list_question(question)
-                        else CUT_FOR_CLAIMS)
+        glossed = english_words(foreign_topic(question)) if self.dictionary else ""
+        rule = rule or ((CHINESE_LIST_MODEL if glossed else MULTILINGUAL_LIST_MODEL)
+                        if is_foreign_list_question(question) else CUT_FOR_CLAIMS)
         n = max(self.store.settings.candidates, k or 0)
         allowed = (self.lexical.indices_matching(filters.venue, filters.year, filters.paper_ids,
                                                  filters.category)
                    if filters else None)
-        hits, query_terms = self._multilingual_candidates(question, side, n, filters, allowed)
+        hits, query_terms = self._multilingual_candidates(question, glossed, side, n, filters,
+                                                          allowed)
         considered = len(hits)
         if isinstance(rule, RelevanceModel):
             hits = rule.keep(hits) if cut else rule.rank(hits)
@@ -500,13 +514,16 @@ class Retriever:
         return SearchResult(question, hits, self.total_papers, considered, cut,
                             filters.as_dict(), multilingual="multilingual")
 
-    def _multilingual_candidates(self, question: str, side: tuple[Store, np.ndarray | None],
+    def _multilingual_candidates(self, question: str, glossed: str,
+                                 side: tuple[Store, np.ndarray | None],
                                  n: int, filters: Filters, allowed: np.ndarray | None
                                  ) -> tuple[list[Hit], list[str]]:
         """The candidates of a question in another language, with the list decision's signals
         (as `_list_candidates`). The first round is the multilingual one: the question's
         multilingual vector against the papers' (z against that space's background) and BM25
-        on its Latin-script words. Its best papers are then the feedback, in the English space:
+        on its Latin-script words and on `glossed`, the dictionaries' English for its Chinese
+        ones, which the English embedder reads too (one more query vector, z in its space).
+        Its best papers are then the feedback, in the English space:
         their centre among the MiniLM vectors and their words added to BM25 (RM3), so that the
         second round searches as an English question that found those papers would."""
         assert self.lexical is not None
@@ -516,7 +533,12 @@ class Retriever:
         query = multi.encoder.embed_queries(asked)  # type: ignore[attr-defined]
         where = filters.chroma_where()
         nearest = multi.query_many(query, n * 2, where)
-        latin = latin_words(question)
+        # BM25 reads the question's Latin-script words and the dictionary's English for the rest
+        latin = " ".join(filter(None, (latin_words(question), glossed)))
+        # ... and the English embedder reads them too, as one more query vector
+        english = (self.store.encoder.embed([latin]) if glossed
+                   else np.zeros((0, 1), dtype=np.float32))
+        english_nearest = self.store.query_many(english, n * 2, where) if len(english) else []
         query_terms = self.lexical.query_terms(latin, extend=True) if latin else []
         bm25 = np.zeros(self.lexical.size, dtype=np.float32)
         for index, score in (self.lexical.search(latin, n, allowed, extend=True)
@@ -524,6 +546,7 @@ class Retriever:
             bm25[index] = score
         pool = _CandidatePool(self.lexical, self.paper_vectors)
         pool.add_nearest(nearest)
+        pool.add_nearest(english_nearest)
         pool.add_rows(np.flatnonzero(bm25))
         if not pool.rows:
             return [], query_terms
@@ -538,8 +561,12 @@ class Retriever:
                     r = pool._row_of.get(pid)
                     if r is not None and sim > similarity[r, j]:
                         similarity[r, j] = sim
-            return self._against_reference(similarity, query, centre_m, spread_m,
-                                           multi.encoder.embedder_id)
+            z = self._against_reference(similarity, query, centre_m, spread_m,
+                                        multi.encoder.embedder_id)
+            if len(english):  # the dictionary's English, in the English space
+                z = np.hstack([z, self._list_z(pool.similarity(english, english_nearest),
+                                               english)])
+            return z
 
         first_round = multilingual_z().max(axis=1) + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal
         # A wider core than English's in a large collection: the multilingual first round is

@@ -224,16 +224,18 @@ def test_a_chinese_follow_up_names_the_earlier_papers_in_a_chinese_frame(seeded,
     assert len(titles) >= 2 and first["language"] == "English"
     listed = "、".join(titles[:-1]) + " 和 " + titles[-1]
     assert second["standalone_question"] == f"论文 {listed} 中，哪些使用了笛卡尔张量？"
-    assert third["standalone_question"] == f"论文 {titles[0]} 提出了什么？"
-    # "第一篇" is the first paper the earlier answer cited, read alone and quoted as written.
-    assert [c["title"] for c in third["citations"]] == [titles[0]]
-    assert third["answer"].startswith(f"> **{titles[0]}**: ") and not HAN.search(third["answer"])
+    # "第一篇" is the first paper the earlier answer cited (the second turn's, or the first's
+    # when the second cited none), read alone and quoted as written.
+    named = (second["citations"] or first["citations"])[0]["title"]
+    assert third["standalone_question"] == f"论文 {named} 提出了什么？"
+    assert [c["title"] for c in third["citations"]] == [named]
+    assert third["answer"].startswith(f"> **{named}**: ") and not HAN.search(third["answer"])
     for turn in (second, third):
         assert turn["language"] == "Chinese"
         assert turn["labels"]["header"].startswith("抽取式回答")
         assert turn["labels"]["references"] == "参考文献"
     saved = transcript.read_text(encoding="utf-8")
-    assert f"*改写后的问题：论文 {titles[0]} 提出了什么？*" in saved
+    assert f"*改写后的问题：论文 {named} 提出了什么？*" in saved
     assert "References:" in saved  # the English turn keeps its English frame
     if third["citations"]:
         assert "参考文献：" in saved
