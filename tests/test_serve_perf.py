@@ -136,6 +136,7 @@ def test_best_sentences_are_the_same_from_a_snapshot_that_keeps_no_sentence_term
     found = [core.search(q) for q in QUESTIONS]
     retriever.lexical = plain
     try:
+        assert core.retriever() is retriever and core.retriever().lexical is plain
         assert [core.search(q) for q in QUESTIONS] == found
     finally:
         retriever.lexical = index
