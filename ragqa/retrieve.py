@@ -536,9 +536,8 @@ class Retriever:
         # BM25 reads the question's Latin-script words and the dictionary's English for the rest
         latin = " ".join(filter(None, (latin_words(question), glossed)))
         # ... and the English embedder reads them too, as one more query vector
-        english = (self.store.encoder.embed([latin]) if glossed
-                   else np.zeros((0, 1), dtype=np.float32))
-        english_nearest = self.store.query_many(english, n * 2, where) if len(english) else []
+        english = self.store.encoder.embed([latin]) if glossed else None
+        english_nearest = self.store.query_many(english, n * 2, where) if glossed else []
         query_terms = self.lexical.query_terms(latin, extend=True) if latin else []
         bm25 = np.zeros(self.lexical.size, dtype=np.float32)
         for index, score in (self.lexical.search(latin, n, allowed, extend=True)
@@ -563,7 +562,7 @@ class Retriever:
                         similarity[r, j] = sim
             z = self._against_reference(similarity, query, centre_m, spread_m,
                                         multi.encoder.embedder_id)
-            if len(english):  # the dictionary's English, in the English space
+            if english is not None:  # the dictionary's English, in the English space
                 z = np.hstack([z, self._list_z(pool.similarity(english, english_nearest),
                                                english)])
             return z

