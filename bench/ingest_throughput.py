@@ -4,12 +4,14 @@ Takes the first N abstracts (default 300) of `../shared/data/mlconf/corpus.jsonl
 repository (or `--data FILE`; skips cleanly where it is absent), writes them to a JSONL file,
 and times, in alternating pairs on the same machine state:
 
-  raw    the same int8 MiniLM through onnxruntime and `tokenizers` (`LocalMiniLM(workers=1)`),
-         in this process: one vector per abstract (`title + ". " + text`), one text per run,
-         one run at a time on onnxruntime's default threads, 256-token truncation, sorted by
-         length; model loaded once and warmed up, load excluded. This is issue 18's fixed
-         reference: ragqa's own embedder now runs one single-threaded run per core side by
-         side, which is faster than this (`--batch-sizes` compares both ways);
+  raw    the same int8 MiniLM through onnxruntime and `tokenizers` (`LocalMiniLM(workers=1,
+         graph_optimization="all")`), in this process: one vector per abstract (`title + ". "
+         + text`), one text per run, one run at a time on onnxruntime's default threads and
+         its default graph rewrites, 256-token truncation, sorted by length; model loaded once
+         and warmed up, load excluded. This is issue 18's fixed reference: ragqa's own embedder
+         runs one single-threaded run per core side by side, with onnxruntime's basic rewrites
+         only, which is faster than this (`--batch-sizes` and `--graph-optimizations` compare
+         the ways, with the vectors' largest difference);
   ragqa  `python -m ragqa ingest FILE --quiet --json` into an empty RAGQA_HOME, from starting
          the process to its exit: start-up, reading, chunking, embedding, Chroma, BM25.
 
@@ -70,6 +72,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 # ../shared/data beside the repository (or beside the folder of worktrees holding it)
 DATA_PLACES = [Path(__file__).resolve().parents[i] / "shared" / "data" for i in (2, 3)]
@@ -186,7 +190,8 @@ def run_pairs(source: Path, texts: list[str], pairs: int, before: Path | None
     loads: list[float] = []
     others: list[float] = []
     loaded = time.perf_counter()
-    raw = LocalMiniLM(workers=1)  # issue 18's reference: one run at a time
+    # issue 18's reference: one run at a time, onnxruntime's defaults
+    raw = LocalMiniLM(workers=1, graph_optimization="all")
     model_load_s = time.perf_counter() - loaded
     raw.embed(texts[:64])  # warm-up: first ONNX runs allocate
     # ragqa's own embedder (one single-threaded run per core side by side), warm: what is
@@ -330,7 +335,7 @@ def compare_batch_sizes(data: Path, n: int, repeats: int, sizes: list[int]) -> d
     from ragqa.embeddings import LocalMiniLM
 
     texts = [raw_input(r) for r in read_records(data, n)]
-    ways = {"": LocalMiniLM(workers=1), "side by side": LocalMiniLM()}
+    ways = {"": LocalMiniLM(workers=1, graph_optimization="all"), "side by side": LocalMiniLM()}
     names = [f"{size}" + (f" x {embedder.workers}" if way else "")
              for size in sizes for way, embedder in ways.items()]
     for embedder in ways.values():
@@ -349,16 +354,47 @@ def compare_batch_sizes(data: Path, n: int, repeats: int, sizes: list[int]) -> d
                 cpu[name].append(used)
                 log(f"  repeat {i + 1}: batch {name:>6} {wall:6.1f} s, CPU {used:6.1f} s, "
                     f"load {loads[-1]:.2f}")
+    return _compared(len(texts), repeats, loads, seconds, "batch_sizes",
+                     {name: {"cpu_s": [round(s, 2) for s in cpu[name]]} for name in names})
+
+
+def compare_graph_optimizations(data: Path, n: int, repeats: int, levels: list[str]
+                                ) -> dict[str, Any]:
+    """ragqa's embedder (side by side) and the one-at-a-time reference at each of
+    onnxruntime's graph optimization levels, alternating, with the largest difference between
+    the vectors a level gives and those of the first level."""
+    from ragqa.embeddings import LocalMiniLM
+
+    texts = [raw_input(r) for r in read_records(data, n)]
+    embedders = {f"{level}{way}": LocalMiniLM(workers=workers, graph_optimization=level)
+                 for level in levels for way, workers in (("", 0), (" one at a time", 1))}
+    first = embedders[levels[0]].embed(texts)
+    difference = {name: float(np.abs(embedder.embed(texts) - first).max())
+                  for name, embedder in embedders.items()}
+    seconds: dict[str, list[float]] = {name: [] for name in embedders}
+    loads: list[float] = []
+    for i in range(repeats):
+        for name in list(embedders) if i % 2 == 0 else list(embedders)[::-1]:
+            loads.append(load_average())
+            seconds[name].append(time_raw(embedders[name], texts))
+            log(f"  repeat {i + 1}: {name:<22} {seconds[name][-1]:6.2f} s, load {loads[-1]:.2f}")
+    return _compared(len(texts), repeats, loads, seconds, "levels",
+                     {name: {"largest_difference": difference[name]} for name in embedders})
+
+
+def _compared(papers: int, repeats: int, loads: list[float], seconds: dict[str, list[float]],
+              key: str, extra: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What a comparison of embedder settings returns: per setting its seconds, papers/s and
+    time against the fastest (with `extra`), under `key`."""
     medians = {name: statistics.median(runs) for name, runs in seconds.items()}
     fastest = min(medians.values())
     loaded = max(loads) > MAX_LOAD
-    return {"papers": len(texts), "repeats": repeats, "load_averages": loads, "loaded": loaded,
+    return {"papers": papers, "repeats": repeats, "load_averages": loads, "loaded": loaded,
             "verdict": "LOADED, not a result" if loaded else "result",
-            "batch_sizes": {name: {"seconds": [round(s, 2) for s in seconds[name]],
-                                   "cpu_s": [round(s, 2) for s in cpu[name]],
-                                   "papers_per_s": round(len(texts) / medians[name], 2),
-                                   "time_vs_fastest": round(medians[name] / fastest, 3)}
-                            for name in names}}
+            key: {name: {"seconds": [round(s, 2) for s in runs],
+                         "papers_per_s": round(papers / medians[name], 2),
+                         "time_vs_fastest": round(medians[name] / fastest, 3), **extra[name]}
+                  for name, runs in seconds.items()}}
 
 
 # ---------------------------------------------------------------- output
@@ -412,6 +448,24 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"    {name:<34}{extra:>8}  ~{tokens['extra_s_estimated'][name]:.2f} s")
 
 
+def print_levels(result: dict[str, Any]) -> None:
+    print(f"Embedder, {result['papers']} abstracts, median of {result['repeats']} -- "
+          f"{result['verdict']}:")
+    for name, row in result["levels"].items():
+        print(f"  {name:<22} {row['papers_per_s']:6.2f} papers/s, time "
+              f"{row['time_vs_fastest']:.3f} x the fastest, vectors differ by at most "
+              f"{row['largest_difference']:.1e}")
+
+
+def print_batch_sizes(result: dict[str, Any]) -> None:
+    print(f"Raw embedder, {result['papers']} abstracts, median of {result['repeats']} -- "
+          f"{result['verdict']}:")
+    for size, row in result["batch_sizes"].items():
+        print(f"  batch {size:>6}: {row['papers_per_s']:6.2f} papers/s, "
+              f"time {row['time_vs_fastest']:.2f} x the fastest, CPU seconds "
+              f"{statistics.median(row['cpu_s']):.1f}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=None,
@@ -423,6 +477,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also time the ragqa of this checkout, in the same rotation")
     parser.add_argument("--batch-sizes", default="", metavar="1,8,32",
                         help="instead: time the raw embedder at each of these batch sizes")
+    parser.add_argument("--graph-optimizations", default="", metavar="basic,all",
+                        help="instead: time the embedder at each onnxruntime graph "
+                             "optimization level (basic, extended, all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args(argv)
     if args.n < 1 or args.pairs < 1:
@@ -435,6 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--batch-sizes takes whole numbers separated by commas")
     if any(size < 1 for size in sizes):
         parser.error("--batch-sizes must be at least 1")
+    levels = [level.strip() for level in args.graph_optimizations.split(",") if level.strip()]
+    if any(level not in ("basic", "extended", "all") for level in levels):
+        parser.error("--graph-optimizations takes basic, extended or all, separated by commas")
 
     data = args.data or next((place / "mlconf" / "corpus.jsonl.gz" for place in DATA_PLACES
                               if (place / "mlconf" / "corpus.jsonl.gz").is_file()),
@@ -442,21 +502,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not data.is_file():
         print(f"mlconf data not found at {data}: skipping")
         return 0
-    if sizes:
-        result = compare_batch_sizes(data, args.n, args.pairs, sizes)
-        if not args.json:
-            print(f"Raw embedder, {result['papers']} abstracts, median of {args.pairs} -- "
-                  f"{result['verdict']}:")
-            for size, row in result["batch_sizes"].items():
-                print(f"  batch {size:>6}: {row['papers_per_s']:6.2f} papers/s, "
-                      f"time {row['time_vs_fastest']:.2f} x the fastest, CPU seconds "
-                      f"{statistics.median(row['cpu_s']):.1f}")
-            return 0
+    if levels:
+        result, show = compare_graph_optimizations(data, args.n, args.pairs, levels), print_levels
+    elif sizes:
+        result, show = compare_batch_sizes(data, args.n, args.pairs, sizes), print_batch_sizes
     else:
-        result = run_benchmark(data, args.n, args.pairs, args.before)
-        if not args.json:
-            print_table(result)
-            return 0
+        result, show = run_benchmark(data, args.n, args.pairs, args.before), print_table
+    if not args.json:
+        show(result)
+        return 0
     print(json.dumps(result, indent=2))
     return 0
 

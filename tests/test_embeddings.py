@@ -100,6 +100,15 @@ def test_input_order_and_batch_size_do_not_change_a_texts_vector(encoder, refere
     np.testing.assert_allclose(restored, baseline, atol=1e-4)
 
 
+def test_onnxruntime_basic_rewrites_give_the_vectors_of_its_default_ones(singles, reference):
+    """ragqa runs the model with onnxruntime's basic graph rewrites (faster here); the vectors
+    must be those of its defaults, which collections built before were embedded with."""
+    texts, _ = reference
+    default = LocalMiniLM(graph_optimization="all")
+    vectors = np.vstack([default.embed([text]) for text in texts])
+    assert np.abs(vectors - singles).max() < 1e-5
+
+
 def test_duplicates_in_one_call_get_identical_vectors(encoder, reference):
     texts, _ = reference
     vectors = encoder.embed([texts[0], texts[4], texts[0], texts[4]])

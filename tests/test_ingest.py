@@ -229,3 +229,55 @@ def test_failed_rebuild_leaves_the_collection_intact(seeded, home):
     assert len(_consistent_paper_ids(home)) == 29
     found = json.loads(seeded("search", "full-duplex speech", "--json").stdout)["results"]
     assert {r["title"] for r in found[:2]} == {"Moshi-RAG", "τ-Voice"}
+
+
+# ---------------------------------------------------------------- where the texts live
+
+def _client(home: Path):
+    return chromadb.PersistentClient(path=str(home / "chroma"),
+                                     settings=chromadb.config.Settings(anonymized_telemetry=False))
+
+
+def test_chunk_texts_are_in_the_metadata_and_out_of_chromas_text_index(seeded, home):
+    """Chroma indexes documents for full-text search, which ragqa never uses: the texts are
+    kept in the metadata, and each paper's chunks still join up to its abstract."""
+    collection = _client(home).get_collection("ragqa_default")
+    got = collection.get(include=["metadatas", "documents"])
+    assert set(got["documents"]) == {None}
+    texts: dict[str, list[tuple[int, str]]] = {}
+    for meta in got["metadatas"]:
+        texts.setdefault(meta["paper_id"], []).append((meta["chunk_index"], meta["chunk_text"]))
+    for paper in read_sources([SEEDS]).papers:
+        chunks = [text for _, text in sorted(texts[paper.paper_id])]
+        assert " ".join(chunks).split() == paper.text.split()
+    side = _client(home).get_collection("ragqa_default__multi").get(
+        include=["metadatas", "documents"])
+    assert set(side["documents"]) == {None}
+    assert not [m for m in side["metadatas"] if "chunk_text" in m]
+
+
+def test_a_collection_with_texts_in_chromas_documents_still_reads(seeded, home):
+    """Collections written before the texts moved to the metadata (ragqa_schema 1)."""
+    collection = _client(home).get_collection("ragqa_default")
+    got = collection.get(include=["metadatas", "documents", "embeddings"])
+    collection.update(ids=got["ids"], embeddings=got["embeddings"],
+                      documents=[m["chunk_text"] for m in got["metadatas"]],
+                      metadatas=[{"chunk_text": None} for _ in got["ids"]])  # None: key gone
+    old = collection.get(include=["metadatas", "documents"])
+    del collection
+    assert None not in old["documents"] and not [m for m in old["metadatas"]
+                                                 if "chunk_text" in m]
+    snapshot = local_dir(load_settings({"RAGQA_HOME": str(home),
+                                        "RAGQA_ENV_FILE": "/nonexistent"}), "default")
+    (snapshot / lexical.CURRENT).unlink()  # rebuilt from Chroma's texts by the next ingest
+    report = _ingest(seeded, str(SEEDS))
+    assert (report["unchanged"], report["added"], report["lexical_rebuilt"]) == (29, 0, True)
+    assert len(_consistent_paper_ids(home)) == 29
+    rebuilt = {p.paper_id: p.text for p in lexical.open_current(snapshot).all_papers()}
+    assert rebuilt == {p.paper_id: p.text for p in read_sources([SEEDS]).papers}
+    moshi = next(p for p in read_sources([SEEDS]).papers if p.title == "Moshi-RAG")
+    shown = json.loads(seeded("show", moshi.paper_id, "--json").stdout)
+    assert shown["text"] == moshi.text
+    found = json.loads(seeded("search", "full-duplex speech", "--json").stdout)["results"]
+    assert {r["title"] for r in found[:2]} == {"Moshi-RAG", "τ-Voice"}
+    assert all(r["best_sentence"] for r in found)
