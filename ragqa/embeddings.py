@@ -118,9 +118,9 @@ class LocalMiniLM:
             options.intra_op_num_threads = threads or 1
         options.log_severity_level = 3
         # onnxruntime's basic graph rewrites only (constant folding, redundant nodes): its
-        # extended ones (the default, "all") fuse this int8 model's nodes into kernels that run
-        # it 14 % slower side by side here (6 % one run at a time), for the same vectors
-        # (`bench/ingest_throughput.py --graph-optimization` compares them).
+        # extended ones (in its default, "all") fuse this int8 model's nodes into kernels that
+        # run it 1.13 x slower side by side on these CPUs, and slower one run at a time too,
+        # for the same vectors (`bench/ingest_throughput.py --graph-optimizations basic,all`).
         options.graph_optimization_level = _graph_optimization_levels()[graph_optimization]
         # Batches vary in shape; onnxruntime's arena keeps the largest ever allocated, which
         # costs memory and, one text per run, no speed.
