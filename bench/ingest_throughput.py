@@ -69,7 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -448,22 +448,26 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"    {name:<34}{extra:>8}  ~{tokens['extra_s_estimated'][name]:.2f} s")
 
 
-def print_levels(result: dict[str, Any]) -> None:
-    print(f"Embedder, {result['papers']} abstracts, median of {result['repeats']} -- "
+def _print_compared(result: dict[str, Any], title: str, key: str,
+                    describe: Callable[[str, dict[str, Any]], str]) -> None:
+    """A comparison of embedder settings (`_compared`), a line per setting."""
+    print(f"{title}, {result['papers']} abstracts, median of {result['repeats']} -- "
           f"{result['verdict']}:")
-    for name, row in result["levels"].items():
-        print(f"  {name:<22} {row['papers_per_s']:6.2f} papers/s, time "
-              f"{row['time_vs_fastest']:.3f} x the fastest, vectors differ by at most "
-              f"{row['largest_difference']:.1e}")
+    for name, row in result[key].items():
+        print(f"  {describe(name, row)}")
+
+
+def print_levels(result: dict[str, Any]) -> None:
+    _print_compared(result, "Embedder", "levels", lambda name, row: (
+        f"{name:<22} {row['papers_per_s']:6.2f} papers/s, time {row['time_vs_fastest']:.3f} x "
+        f"the fastest, vectors differ by at most {row['largest_difference']:.1e}"))
 
 
 def print_batch_sizes(result: dict[str, Any]) -> None:
-    print(f"Raw embedder, {result['papers']} abstracts, median of {result['repeats']} -- "
-          f"{result['verdict']}:")
-    for size, row in result["batch_sizes"].items():
-        print(f"  batch {size:>6}: {row['papers_per_s']:6.2f} papers/s, "
-              f"time {row['time_vs_fastest']:.2f} x the fastest, CPU seconds "
-              f"{statistics.median(row['cpu_s']):.1f}")
+    _print_compared(result, "Raw embedder", "batch_sizes", lambda size, row: (
+        f"batch {size:>6}: {row['papers_per_s']:6.2f} papers/s, time "
+        f"{row['time_vs_fastest']:.2f} x the fastest, CPU seconds "
+        f"{statistics.median(row['cpu_s']):.1f}"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
