@@ -1,4 +1,5 @@
-"""Calibrate the relevance cut for claims and fact questions (ragqa.retrieve.CUT_FOR_CLAIMS).
+"""Calibrate the relevance cut for claims and fact questions
+(ragqa.retrieval.retrieve.CUT_FOR_CLAIMS).
 
 "Which papers" lists and summary topics have their own decision, calibrated on judged
 questions at conference scale: bench/lists/eval.py. The list and summary figures this script
@@ -57,10 +58,10 @@ GRID = {"z_strong": [2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5], "z_weak": [0.75, 1.0, 
 
 def _retriever(home: Path, collection: str, sources: list[Path]):
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.ingest import ingest_paths
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.ingest import ingest_paths
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.retrieval.retrieve import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, collection, make_encoder(settings))
@@ -69,7 +70,7 @@ def _retriever(home: Path, collection: str, sources: list[Path]):
 
 
 def _signals(retriever, question: str, depth: int = 20) -> list[tuple[str, str, float, float]]:
-    from ragqa.retrieve import CUT_FOR_CLAIMS
+    from ragqa.retrieval.retrieve import CUT_FOR_CLAIMS
 
     # The fused ranking and its z / coverage, whatever the kind of question (a CutRule's path).
     hits = retriever.search(question, k=depth, cut=False, rule=CUT_FOR_CLAIMS).hits
@@ -78,7 +79,7 @@ def _signals(retriever, question: str, depth: int = 20) -> list[tuple[str, str, 
 
 def _kept(signals, z_strong: float, z_weak: float, coverage: float, near_best: float,
           max_gap: float, gate=None) -> set[str]:  # noqa: ANN001
-    from ragqa.retrieve import CutRule, keep_decisions
+    from ragqa.retrieval.retrieve import CutRule, keep_decisions
 
     rule = CutRule(z_strong, z_weak, coverage, near_best, max_gap, gate)
     return {pid for (pid, *_), keep in zip(signals, keep_decisions(
@@ -139,7 +140,7 @@ def main() -> int:
         cache.write_text(json.dumps([[(s, sorted(r)) for s, r in on_scifact], on_seeds,
                                      [(s, sorted(r)) for s, r in labelled]]))
 
-    from ragqa.retrieve import CUT_FOR_CLAIMS, CutRule
+    from ragqa.retrieval.retrieve import CUT_FOR_CLAIMS, CutRule
 
     # The CutRules lists and summaries used before bench/lists/eval.py's RelevanceModel.
     CUT_FOR_LISTS = CutRule(3.5, 1.5, 0.4, 1.0, 1.0)  # noqa: N806
@@ -156,7 +157,7 @@ def main() -> int:
                 "seeds_labelled_f1": round(sf1, 3), "seeds_labelled_precision": round(sp, 3),
                 "seeds_labelled_recall": round(sr, 3)}
 
-    # Three uses, three settings (ragqa.retrieve.CUT_FOR_LISTS / _CLAIMS / _SUMMARIES), each
+    # Three uses, three settings (retrieve.CUT_FOR_LISTS / _CLAIMS / _SUMMARIES), each
     # judged half on its own data and half on staying silent for off-topic questions (SciFact
     # claims asked of the seeds: any paper kept is a false alarm):
     # - "which papers ..." lists on the labelled seed questions (F1);

@@ -1,4 +1,4 @@
-"""Calibrate the citation support threshold (ragqa.answer.SUPPORT_THRESHOLD) on SciFact.
+"""Calibrate the citation support threshold (ragqa.answering.answer.SUPPORT_THRESHOLD) on SciFact.
 
 A cited sentence is "supported" when its best cosine similarity to a sentence of the abstract it
 cites reaches the threshold. SciFact's claims_dev_rationales.jsonl says, for 188 claims, which
@@ -63,8 +63,8 @@ def main() -> int:
         print(f"skipped: no SciFact data at {args.data}")
         return 0
 
-    from ragqa.answer import SUPPORT_THRESHOLD
-    from ragqa.embeddings import LocalMiniLM
+    from ragqa.answering.answer import SUPPORT_THRESHOLD
+    from ragqa.models.encoders import LocalMiniLM
 
     claims, sentences = load(args.data)
     negatives = hard_negatives(claims, sentences)

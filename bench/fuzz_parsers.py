@@ -4,8 +4,8 @@ issue 17 for the arXiv, OpenReview and BibTeX readers).
 Hypothesis mutates the two real seed files (`seeds/*.txt`) byte by byte and block by block
 (inserted fragments: escape sequences, LaTeX, Markdown, URLs, brackets, CR/CRLF/NUL, BOMs,
 UTF-16, invalid UTF-8; deleted, duplicated, swapped and truncated ranges) and feeds each result
-to `ragqa.corpus.read_sources`; it builds LLM-like answers from the seeds' sentences with
-mutated citation groups and feeds them to `ragqa.answer.check_citations`. What must hold:
+to `ragqa.sources.read_sources`; it builds LLM-like answers from the seeds' sentences with
+mutated citation groups and feeds them to `ragqa.answering.answer.check_citations`. What must hold:
 
 seeds parser  only `CorpusError` is raised; every paper has a non-empty text and title, its id is
               `text_id(text)`, ids are unique, sources are `NAME#1..n`, parsing the same bytes
@@ -15,7 +15,7 @@ arxiv, openreview, bibtex
               and then mutated byte by byte, read with --skip-bad: only `CorpusError` (for the
               file); without --skip-bad the first skipped record's error, or the same papers;
               every paper has a text and a title; ids unique; the papers' BibTeX export
-              (`ragqa.export.to_bibtex`) parses back with bibtexparser, every entry.
+              (`ragqa.sources.export.to_bibtex`) parses back with bibtexparser, every entry.
 citations     no exception; citations are numbered 1..k, each names a source, every `[n]` left in
               the text names a listed citation and every listed one is used; checking the checked
               text again (with the cited sources) changes nothing.
@@ -48,11 +48,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ragqa.answer import CITATION, check_citations, expand_citation
-from ragqa.corpus import CorpusError, Paper, _read_text, read_sources, split_sentences, text_id
-from ragqa.export import to_bibtex
+from ragqa.answering.answer import CITATION, check_citations, expand_citation
+from ragqa.errors import CorpusError
 from ragqa.resources import seed_files
-from ragqa.retrieve import Hit
+from ragqa.retrieval.retrieve import Hit
+from ragqa.sources import read_sources
+from ragqa.sources.export import to_bibtex
+from ragqa.sources.paper import Paper, text_id
+from ragqa.sources.plain import read_text as _read_text
+from ragqa.text import split_sentences
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SEEDS = [path.read_bytes() for path in seed_files()]

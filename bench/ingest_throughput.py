@@ -35,7 +35,7 @@ load slows the raw embedder more than ragqa's other work, so a loaded ratio flat
 (issue 18). The exit code is 0 either way.
 
 Where ragqa's time goes comes from the process itself: with RAGQA_PROFILE_INGEST=FILE, ingest
-writes the seconds of each phase as JSON (ragqa/ingest.py, `Phases`; off by default, no cost).
+writes the seconds of each phase as JSON (ragqa/index/ingest.py, `Phases`; off by default, no cost).
 The tokens ragqa embeds beyond the raw run (a title on every chunk, overlap between chunks, text
 past MiniLM's 256 tokens that the raw run drops) are counted from ragqa's own chunker.
 
@@ -84,7 +84,7 @@ MAX_LOAD = 0.5
 MAX_OTHERS = 0.1
 MAX_TOKENS = 256  # MiniLM's window: what the embedder actually reads of a text
 
-# Phases of the ingest process, in the order they happen (names as ragqa/ingest.py's Phases).
+# Phases of the ingest process, in the order they happen (names as ragqa/index/ingest.py's Phases).
 PHASES = ["reading", "opening the store", "comparing with the index", "chunking", "embedding",
           "chroma upserts", "waiting for the writer", "rescan", "bm25: reading chroma",
           "bm25: writing the snapshot"]
@@ -185,7 +185,7 @@ def time_ingest(source: Path, code: Path | None) -> dict[str, Any]:
 
 def run_pairs(source: Path, texts: list[str], pairs: int, before: Path | None
               ) -> dict[str, Any]:
-    from ragqa.embeddings import LocalMiniLM
+    from ragqa.models.encoders import LocalMiniLM
 
     loads: list[float] = []
     others: list[float] = []
@@ -264,8 +264,8 @@ def token_budget(embedder: Any, source: Path) -> dict[str, Any]:
     """Tokens the model reads in the raw run and in ragqa's, and where ragqa's extra come from.
     Counts include [CLS] and [SEP]; "read" is what fits the 256-token window."""
     from ragqa.config import load_settings
-    from ragqa.corpus import read_sources
-    from ragqa.ingest import embedding_input, make_chunker
+    from ragqa.index.ingest import embedding_input, make_chunker
+    from ragqa.sources import read_sources
 
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings({"RAGQA_HOME": home, "RAGQA_ENV_FILE": "/nonexistent"})
@@ -332,7 +332,7 @@ def compare_batch_sizes(data: Path, n: int, repeats: int, sizes: list[int]) -> d
     """The raw embedder at each batch size, two ways: one run at a time on onnxruntime's
     default threads (issue 18's reference), and ragqa's default, one single-threaded run per
     core side by side ("x N"). CPU seconds too: what the threads burn for the same texts."""
-    from ragqa.embeddings import LocalMiniLM
+    from ragqa.models.encoders import LocalMiniLM
 
     texts = [raw_input(r) for r in read_records(data, n)]
     ways = {"": LocalMiniLM(workers=1, graph_optimization="all"), "side by side": LocalMiniLM()}
@@ -363,7 +363,7 @@ def compare_graph_optimizations(data: Path, n: int, repeats: int, levels: list[s
     """ragqa's embedder (side by side) and the one-at-a-time reference at each of
     onnxruntime's graph optimization levels, alternating, with the largest difference between
     the vectors a level gives and those of the first level."""
-    from ragqa.embeddings import LocalMiniLM
+    from ragqa.models.encoders import LocalMiniLM
 
     texts = [raw_input(r) for r in read_records(data, n)]
     embedders = {f"{level}{way}": LocalMiniLM(workers=workers, graph_optimization=level)

@@ -66,8 +66,8 @@ def _questions(limit: int) -> list[dict]:
 
 def _checks(answer) -> dict:
     """What the shown answer must never be: bare, or holding an uncited, unflagged claim."""
-    from ragqa.answer import answer_sentences, cited_numbers, detect_language
-    from ragqa.citations import degenerate_reason, states_fact
+    from ragqa.answering.answer import answer_sentences, cited_numbers, detect_language
+    from ragqa.answering.citations import degenerate_reason, states_fact
 
     flagged = {u["sentence"] for u in answer.unsupported}
     unflagged = [s for s in answer_sentences(answer.text)
@@ -87,7 +87,7 @@ def _seconds(ms: int | None) -> float | None:
 
 
 def _ask(retriever, llm, item: dict) -> dict:
-    from ragqa.answer import answer_question
+    from ragqa.answering.answer import answer_question
 
     offline = answer_question(retriever, item["question"]) if not item.get("chinese") else None
     answer = answer_question(retriever, item["question"], llm=llm, on_token=lambda t: None)
@@ -117,7 +117,7 @@ def _ask(retriever, llm, item: dict) -> dict:
 
 
 def _chat(retriever, llm, turns: list[dict]) -> list[dict]:
-    from ragqa.chat import ask_in_session, new_session
+    from ragqa.answering.chat import ask_in_session, new_session
 
     session = new_session("default")
     rows = []
@@ -134,7 +134,7 @@ def _chat(retriever, llm, turns: list[dict]) -> list[dict]:
 
 
 def _summary(retriever, llm, topic: str, gold: list[str]) -> dict:
-    from ragqa.summarize import summarize
+    from ragqa.answering.summarize import summarize
 
     started = time.monotonic()
     summary = summarize(retriever, topic, llm=llm)
@@ -164,12 +164,12 @@ def main() -> None:
                        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "none")})
     from typer.testing import CliRunner
 
-    from ragqa.cli import app
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.llm import make_llm
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.faces.cli import app
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.models.llm import make_llm
+    from ragqa.retrieval.retrieve import Retriever
 
     assert CliRunner().invoke(app, ["ingest", "--seeds", "--quiet"]).exit_code == 0
     settings = load_settings()

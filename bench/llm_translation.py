@@ -7,7 +7,8 @@ recorded, then checked.
         python bench/llm_translation.py record [--limit N]  # bench/multilingual/translations.json
     python bench/llm_translation.py check --home DIR             # no model needed
 
-`record` sends each question through the product's own call (prompts/translate.txt, ragqa.llm)
+`record` sends each question through the product's own call (prompts/translate.txt,
+ragqa.models.llm)
 and keeps the replies with the model's name, so `check` can be re-run without the model.
 
 `check` measures, per question, what the translation kept of the question's topic:
@@ -63,9 +64,9 @@ def questions() -> list[dict]:
 
 
 def record(limit: int, model_name: str) -> int:
-    from ragqa.answer import fill, load_prompt
+    from ragqa.answering.answer import fill, load_prompt
     from ragqa.config import load_settings
-    from ragqa.llm import make_llm
+    from ragqa.models.llm import make_llm
 
     settings = load_settings()
     llm = make_llm(settings)
@@ -89,8 +90,8 @@ def record(limit: int, model_name: str) -> int:
 
 
 def terms_kept(english: str, translation: str) -> float:
-    from ragqa.lexical import terms
-    from ragqa.question import understand
+    from ragqa.index.lexical import terms
+    from ragqa.retrieval.question import understand
 
     wanted = set(terms(understand(english).topic, query=True))
     have = set(terms(translation, query=True))
@@ -109,7 +110,7 @@ def check(home: Path, as_json: bool) -> int:
     import eval as lists  # bench/lists/eval.py
 
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_multilingual_encoder
+    from ragqa.models.encoders import make_multilingual_encoder
 
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
     replies = recorded["translations"]

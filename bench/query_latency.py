@@ -56,9 +56,10 @@ def warm_latencies(home: Path, collection: str, queries: list[str]) -> dict:
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
     from ragqa.config import load_settings
-    from ragqa.embeddings import as_llama_embedding, make_encoder
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.models.llama_embedding import as_llama_embedding
+    from ragqa.retrieval.retrieve import Retriever
 
     settings = load_settings(os.environ)
     store = Store(settings, collection, make_encoder(settings))

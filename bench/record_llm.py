@@ -163,15 +163,15 @@ def main() -> None:
                        "RAGQA_ENV_FILE": str(home / "no.env"), "RAGQA_LLM_RETRIES": "0"})
     from typer.testing import CliRunner
 
-    from ragqa.answer import answer_question
-    from ragqa.chat import ask_in_session, new_session
-    from ragqa.cli import app
+    from ragqa.answering.answer import answer_question
+    from ragqa.answering.chat import ask_in_session, new_session
+    from ragqa.answering.summarize import summarize
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.llm import make_llm
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
-    from ragqa.summarize import summarize
+    from ragqa.faces.cli import app
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.models.llm import make_llm
+    from ragqa.retrieval.retrieve import Retriever
 
     result = CliRunner().invoke(app, ["ingest", "--seeds", "--quiet"])
     assert result.exit_code == 0, result.output

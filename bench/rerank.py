@@ -1,6 +1,6 @@
 """Should the cross-encoder rerank the candidates of claims and fact questions? Measured on BEIR
 SciFact: the hybrid ranking's top RERANK_DEPTH papers are read by the cross-encoder
-(ms-marco-MiniLM-L-12-v2, ragqa/rerank.py), each paper by its best sentences (by word overlap
+(ms-marco-MiniLM-L-12-v2, ragqa/models/rerank.py), each paper by its best sentences (by word overlap
 with the claim: a pair of a claim and a sentence costs ~12 ms, a whole abstract ~58 ms), and the
 paper's best logit is mixed with the hybrid score. The mix weight is chosen on SciFact's train
 claims and reported on the test claims, with and without reranking, with the time it costs.
@@ -48,9 +48,9 @@ def read_claims(split: str) -> dict[str, str]:
 def candidates(retriever, claims: dict[str, str], depth: int, sentences: int):
     """Per claim: the hybrid top 100 (ids and fused scores) and, for the top `depth`, the
     cross-encoder's best logit over each paper's best `sentences` sentences."""
-    from ragqa.answer import lexical_sentence_scores
-    from ragqa.corpus import split_sentences
-    from ragqa.rerank import cross_encoder
+    from ragqa.answering.answer import lexical_sentence_scores
+    from ragqa.models.rerank import cross_encoder
+    from ragqa.text import split_sentences
 
     encoder = cross_encoder()
     runs, seconds = {}, []
@@ -119,9 +119,9 @@ def main() -> int:
         print(f"skipped: no SciFact data at {DATA}")
         return 0
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.retrieval.retrieve import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     retriever = Retriever(Store(settings, "scifact", make_encoder(settings)))
@@ -156,9 +156,9 @@ def main() -> int:
 
 def main_reading(args) -> int:  # noqa: ANN001
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.retrieval.retrieve import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, args.collection or args.reading, make_encoder(settings))

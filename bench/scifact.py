@@ -105,8 +105,8 @@ def add_distractors(home: Path, source_home: Path, source_collection: str) -> in
     metadata: nothing is re-embedded) into the scifact collection of `home`. Returns how many
     papers that adds. Both must have been built by the same embedder."""
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
 
     def store(folder: Path, name: str) -> Store:
         settings = load_settings({"RAGQA_HOME": str(folder), "RAGQA_ENV_FILE": "/nonexistent"})

@@ -41,8 +41,8 @@ def main() -> int:
         return 0
     from calibrate_support import load  # the same claims and sentences
 
-    from ragqa.answer import READ_SENTENCES, lexical_sentence_scores
-    from ragqa.rerank import cross_encoder
+    from ragqa.answering.answer import READ_SENTENCES, lexical_sentence_scores
+    from ragqa.models.rerank import cross_encoder
 
     claims, sentences = load(args.data)
     encoder = cross_encoder()

@@ -5,7 +5,7 @@
 DIR is a RAGQA_HOME with a `scifact` collection (`bench/scifact.py --home DIR` fills it). Each
 query's dense chunk ranking and BM25 ranking are fetched once; then every setting on the grid
 re-fuses them in memory, so the grid costs seconds. The report gives nDCG@10 for each setting,
-best first; the current default (ragqa.retrieve.DENSE_WEIGHT) is marked. Two families:
+best first; the current default (ragqa.retrieval.retrieve.DENSE_WEIGHT) is marked. Two families:
 
   convex  alpha * dense + (1 - alpha) * BM25, each score min-max scaled over its candidates
           (what ragqa does, alpha = DENSE_WEIGHT);
@@ -30,9 +30,9 @@ def fetch_rankings(home: Path, queries: dict[str, str]) -> dict[str, tuple[list,
     """query id -> (dense paper ids best first, BM25 paper ids best first)."""
     os.environ["RAGQA_HOME"] = str(home)
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.retrieve import Filters, Retriever, topic_of
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.retrieval.retrieve import Filters, Retriever, topic_of
 
     settings = load_settings(os.environ)
     retriever = Retriever(Store(settings, "scifact", make_encoder(settings)))
@@ -60,7 +60,7 @@ def fuse(dense: list[tuple[str, float]], bm25: list[tuple[str, float]], rrf_k: f
 
 
 def _scaled(ranked: list[tuple[str, float]]) -> dict[str, float]:
-    from ragqa.retrieve import min_max
+    from ragqa.retrieval.retrieve import min_max
 
     return dict(zip((pid for pid, _ in ranked), min_max([s for _, s in ranked]), strict=True))
 
@@ -83,7 +83,7 @@ def main() -> int:
         print(f"skipped: no SciFact data at {args.data}")
         return 0
     from ragqa.evaluate import mean_metrics, read_qrels, read_queries
-    from ragqa.retrieve import DENSE_WEIGHT
+    from ragqa.retrieval.retrieve import DENSE_WEIGHT
 
     qrels = read_qrels(args.data / f"qrels_{args.split}.tsv")
     queries = {q: t for q, t in read_queries(args.data / "queries.jsonl").items() if q in qrels}

@@ -1,3 +1,3 @@
-from ragqa.cli import main
+from ragqa.faces.cli import main
 
 main()

@@ -20,41 +20,34 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ragqa import __version__
+from ragqa.errors import NotFound, UserError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from concurrent.futures import Future
 
-    from ragqa.chat import Session, Turn
+    from ragqa.answering.chat import Session, Turn
     from ragqa.config import Settings
-    from ragqa.corpus import Paper
-    from ragqa.embeddings import Encoder
-    from ragqa.retrieve import Filters, Retriever, SearchResult
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models import Encoder
+    from ragqa.retrieval.retrieve import Filters, Retriever, SearchResult
+    from ragqa.sources.paper import Paper
 
 LLM_CHOICES = ("auto", "openai", "none")
-
-
-class UsageError(ValueError):
-    """Bad arguments or input (exit code 2; HTTP 400)."""
-
-
-class NotFound(UsageError):
-    """No such paper or session (exit code 2; HTTP 404)."""
 
 
 # ---------------------------------------------------------------- opening a collection
 
 def settings_for(collection: str | None) -> tuple[Settings, str]:
     from ragqa.config import load_settings
-    from ragqa.store import validate_collection_name
+    from ragqa.index.store import validate_collection_name
 
     settings = load_settings()
     name = collection or settings.collection
     try:
         validate_collection_name(name)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UserError(str(exc)) from None
     return settings, name
 
 
@@ -64,7 +57,7 @@ def start_loading_encoder(settings: Settings) -> Future[Encoder]:
     `.result()`."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ragqa.embeddings import make_encoder
+    from ragqa.models.encoders import make_encoder
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragqa-model-load")
     loading = pool.submit(make_encoder, settings)
@@ -76,7 +69,7 @@ def multilingual_encoder(settings: Settings, wanted: bool):
     """The multilingual encoder when wanted (it loads its model on first use), else None."""
     if not wanted:
         return None
-    from ragqa.embeddings import make_multilingual_encoder
+    from ragqa.models.encoders import make_multilingual_encoder
 
     return make_multilingual_encoder(settings)
 
@@ -90,17 +83,17 @@ def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = 
     import chromadb  # noqa: F401 - the slow import, meanwhile
 
     encoder = loading.result()
-    from ragqa.store import Store
+    from ragqa.index.store import Store
 
     return Store(settings, name, encoder)
 
 
 def is_foreign(question: str | None) -> bool:
     """Whether a question is in another language than English (the check costs an import of
-    ragqa.answer: only made for a question that is not plain ASCII)."""
+    ragqa.answering.answer: only made for a question that is not plain ASCII)."""
     if not question or question.isascii():
         return False
-    from ragqa.answer import detect_language
+    from ragqa.answering.answer import detect_language
 
     return detect_language(question) != "English"
 
@@ -113,9 +106,9 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
     """The retriever of a collection; a collection never filled gets the bundled seeds first,
     with multilingual vectors when the question that fills it is in another language (29
     papers: seconds; an English first question pays nothing for them)."""
-    from ragqa.ingest import finish_interrupted_rebuild, ingest_paths
+    from ragqa.index.ingest import finish_interrupted_rebuild, ingest_paths
     from ragqa.resources import seed_files
-    from ragqa.retrieve import Retriever
+    from ragqa.retrieval.retrieve import Retriever
 
     store = store or open_store(settings, name)
     finish_interrupted_rebuild(store)
@@ -140,8 +133,8 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
 
 def holds_only_the_seeds(retriever: Retriever) -> bool:
     """Whether a collection holds the bundled seeds and nothing else."""
-    from ragqa.corpus import read_sources
     from ragqa.resources import seed_files
+    from ragqa.sources import read_sources
 
     lexical = retriever.lexical
     if lexical is None or not 0 < lexical.size <= SEED_PAPERS:
@@ -151,10 +144,10 @@ def holds_only_the_seeds(retriever: Retriever) -> bool:
 
 
 def llm_for(settings: Settings, choice: str | None):
-    from ragqa.llm import make_llm
+    from ragqa.models.llm import make_llm
 
     if choice not in (None, *LLM_CHOICES):
-        raise UsageError(f"--llm must be auto, openai or none, not {choice!r}")
+        raise UserError(f"--llm must be auto, openai or none, not {choice!r}")
     if choice and choice != "auto":
         settings = settings.with_overrides(llm=choice)
     return make_llm(settings)
@@ -215,7 +208,7 @@ def find_paper(retriever: Retriever, collection: str, paper_id: str) -> Paper:
     if paper is None and index:
         matches = index.find_prefix(paper_id)
         if len(matches) > 1:
-            raise UsageError(f"{paper_id!r} is the start of several ids: {', '.join(matches)}")
+            raise UserError(f"{paper_id!r} is the start of several ids: {', '.join(matches)}")
         paper = index.paper(matches[0]) if matches else None
     if paper is None:
         raise NotFound(f"no paper with id {paper_id!r} in collection {collection!r}")
@@ -230,8 +223,9 @@ def turn_json(session: Session, turn: Turn) -> dict:
 
 def collections_json(settings: Settings) -> list[dict]:
     """The ragqa collections of the store, by name."""
-    from ragqa.ingest import REBUILD_SUFFIX
-    from ragqa.store import MULTILINGUAL_SUFFIX, StoreError, describe_chroma_error, open_client
+    from ragqa.errors import StoreError
+    from ragqa.index.ingest import REBUILD_SUFFIX
+    from ragqa.index.store import MULTILINGUAL_SUFFIX, describe_chroma_error, open_client
 
     try:
         names = [str(getattr(c, "name", c)) for c in open_client(settings).list_collections()]
@@ -272,8 +266,8 @@ class App:
     # ------------------------------------------------------------ the warm parts
 
     def _current_snapshot(self) -> str | None:
-        from ragqa import lexical
-        from ragqa.store import local_dir
+        from ragqa.index import lexical
+        from ragqa.index.store import local_dir
 
         state = lexical.read_current(local_dir(self.settings, self.name))
         return state.get("dir") if state else None
@@ -285,7 +279,7 @@ class App:
             return retriever
         with self._lock:
             if self._retriever is None:
-                from ragqa.store import Store
+                from ragqa.index.store import Store
 
                 store = Store(self.settings, self.name, self._encoder) if self._encoder else None
                 self._retriever = open_for_query(self.settings, self.name, quiet=True,
@@ -293,8 +287,8 @@ class App:
             elif snapshot != self._snapshot:
                 # An ingest (another process) wrote a new snapshot: embedded Chroma does not see
                 # that process's writes until the client is opened again (Store.reopen).
-                from ragqa.retrieve import Retriever
-                from ragqa.store import Store
+                from ragqa.index.store import Store
+                from ragqa.retrieval.retrieve import Retriever
 
                 store = Store(self.settings, self.name, self._retriever.store.encoder)
                 store.reopen()
@@ -338,7 +332,7 @@ class App:
 
     def search(self, question: str, k: int | None = None, cut: bool = True,
                venue: str | None = None, year: int | None = None) -> dict:
-        from ragqa.retrieve import Filters
+        from ragqa.retrieval.retrieve import Filters
 
         question = require_question(question)
         result = search(self.retriever(), question, k, cut, Filters(venue=venue, year=year))
@@ -347,8 +341,8 @@ class App:
     def ask(self, question: str, llm: str | None = None, k: int | None = None,
             venue: str | None = None, year: int | None = None,
             on_token: Callable[[str], None] | None = None) -> dict:
-        from ragqa.answer import answer_question
-        from ragqa.retrieve import Filters
+        from ragqa.answering.answer import answer_question
+        from ragqa.retrieval.retrieve import Filters
 
         question = require_question(question)
         model = self.llm(llm)
@@ -361,7 +355,7 @@ class App:
              on_token: Callable[[str], None] | None = None) -> dict:
         """One turn of a saved conversation (`ragqa chat`'s sessions: `ragqa chat --resume ID`
         continues it). A new session when `session_id` is None."""
-        from ragqa.chat import ask_in_session, load_session, new_session, save_session
+        from ragqa.answering.chat import ask_in_session, load_session, new_session, save_session
 
         message = require_question(message)
         model = self.llm(llm)
@@ -373,7 +367,7 @@ class App:
             except ValueError as exc:
                 raise NotFound(str(exc)) from None
             if session.collection != self.name:
-                raise UsageError(f"session {session.session_id} is about collection "
+                raise UserError(f"session {session.session_id} is about collection "
                                  f"{session.collection!r}; this server answers from {self.name!r}")
         with self._session_lock(session.session_id):
             if session_id is not None:  # what another request may have added meanwhile
@@ -389,7 +383,7 @@ class App:
         """A turn after an earlier conversation that the client holds (OpenAI-style messages:
         (question, answer text, the papers it cited as {"n", "paper_id", "title", "source"}),
         condensed as `ragqa chat` condenses a follow-up. Nothing is saved."""
-        from ragqa.chat import Turn, ask_in_session, new_session
+        from ragqa.answering.chat import Turn, ask_in_session, new_session
 
         message = require_question(message)
         model = self.llm(llm)
@@ -404,14 +398,14 @@ class App:
     def summarize(self, topic: str | None = None, all_: bool = False,
                   max_papers: int | None = None, llm: str | None = None) -> tuple[dict, str]:
         """The `summarize --json` object and the Markdown `--out` writes."""
-        from ragqa import summarize as summaries
+        from ragqa.answering import summarize as summaries
         from ragqa.text import clean_question
 
         topic = clean_question(topic or "")
         if bool(topic) == all_:
-            raise UsageError("give a topic or all (one of them)")
+            raise UserError("give a topic or all (one of them)")
         if max_papers is not None and max_papers < 2:
-            raise UsageError("max_papers must be at least 2")
+            raise UserError("max_papers must be at least 2")
         summary = summaries.summarize(self.retriever(), None if all_ else topic,
                                       llm=self.llm(llm), max_papers=max_papers)
         return summaries.as_json(summary), summaries.to_markdown(summary)
@@ -450,5 +444,5 @@ def require_question(text: str) -> str:
 
     question = clean_question(text or "")
     if not question:
-        raise UsageError("the question is empty")
+        raise UserError("the question is empty")
     return question

@@ -13,9 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-
-class ConfigError(ValueError):
-    """A setting has a value ragqa cannot use (exit code 2)."""
+from ragqa.errors import ConfigError
 
 
 class Secret:

@@ -31,11 +31,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.corpus import CorpusError, ReadReport
+from ragqa.errors import CorpusError
+from ragqa.sources import ReadReport
 
 if TYPE_CHECKING:
-    from ragqa.ingest import Progress
-    from ragqa.store import Store
+    from ragqa.index.ingest import Progress
+    from ragqa.index.store import Store
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> graded relevance
 DEFAULT_KS = (10, 100)
@@ -299,7 +300,7 @@ class EvalSet:
 
 def load_eval_set(dataset: Dataset, skip_bad: bool = False) -> EvalSet:
     """Read the three files; any bad one raises CorpusError (file:line: reason)."""
-    from ragqa.corpus import read_sources
+    from ragqa.sources import read_sources
 
     return EvalSet(dataset, read_queries(dataset.queries), read_qrels(dataset.qrels),
                    read_sources([dataset.corpus], skip_bad=skip_bad))
@@ -310,8 +311,8 @@ def run_eval(store: Store, data: EvalSet, recall_ks: Sequence[int] = DEFAULT_KS,
              on_query: Callable[[int, int], None] | None = None) -> EvalReport:
     """Ingest the corpus into `store` (incremental: a re-run embeds nothing), search every
     judged query and average the metrics."""
-    from ragqa.ingest import ingest_sources
-    from ragqa.retrieve import Retriever
+    from ragqa.index.ingest import ingest_sources
+    from ragqa.retrieval.retrieve import Retriever
 
     ks = sorted(set(recall_ks))
     judged, counts = judged_queries(data.queries, data.qrels)

@@ -1,4 +1,5 @@
-"""Files that ship with ragqa: the bundled seeds and the default prompts.
+"""Files that ship with ragqa: the bundled seeds, the default prompts, the data files
+(ragqa/data: reference backgrounds, the ML glossary) and the vendored tokenizer.
 
 In a wheel they are package data (ragqa/seeds, ragqa/prompts); in a source checkout they sit at
 the top of the repository, where pyproject.toml maps them from.
@@ -9,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 _PACKAGE = Path(__file__).parent
+DATA_DIR = _PACKAGE / "data"
+TOKENIZER_FILE = _PACKAGE / "tokenizer" / "tokenizer.json"
 
 
 def bundled_dir(name: str) -> Path:

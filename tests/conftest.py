@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragqa.cli import app
+from ragqa.faces.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO / "seeds"

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from ragqa.config import load_settings
-from ragqa.corpus import Paper
-from ragqa.embeddings import LocalMiniLM, _cores, make_encoder
-from ragqa.ingest import embedding_input, make_chunker
+from ragqa.index.ingest import embedding_input, make_chunker
+from ragqa.models.encoders import LocalMiniLM, _cores, make_encoder
+from ragqa.sources.paper import Paper
 
 TOPICS = ["message passing on molecules", "speech recognition in noise", "sparse attention",
           "reinforcement learning from feedback", "protein structure", "retrieval for QA"]

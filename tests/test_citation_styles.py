@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragqa.answer import CITATION, answer_sentences, cited_numbers
-from ragqa.citations import normalise_citations
+from ragqa.answering.answer import CITATION, answer_sentences, cited_numbers
+from ragqa.answering.citations import normalise_citations
 
 from .conftest import FULL_DUPLEX
 from .llm_server import FIXTURES, Reply, prompt_of
@@ -141,8 +141,8 @@ def test_each_citation_style_is_read_through_the_real_client(seeded, llm_server,
 
 
 def test_the_language_check_tells_english_and_other_scripts_apart_only():
-    from ragqa.answer import detect_language
-    from ragqa.citations import degenerate_reason
+    from ragqa.answering.answer import detect_language
+    from ragqa.answering.citations import degenerate_reason
 
     def reason(text: str, language: str) -> str:
         return degenerate_reason(text, language, detect_language)
@@ -168,7 +168,7 @@ def test_the_language_check_tells_english_and_other_scripts_apart_only():
 def test_long_runs_of_digits_and_spaces_are_read_in_linear_time(text):
     import time
 
-    from ragqa.citations import degenerate_reason
+    from ragqa.answering.citations import degenerate_reason
 
     started = time.monotonic()
     normalise_citations(text, 5)

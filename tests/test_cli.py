@@ -17,7 +17,7 @@ HEAVY = ("chromadb", "llama_index", "onnxruntime", "bm25s", "openai", "rich")
 def test_help_imports_no_heavy_library():
     probe = (
         "import sys\n"
-        "from ragqa.cli import app\n"
+        "from ragqa.faces.cli import app\n"
         "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
         f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
     )

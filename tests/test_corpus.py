@@ -19,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragqa.corpus import CorpusError, Paper, derive_title, read_sources, text_id
+from ragqa.errors import CorpusError
+from ragqa.sources import read_sources
+from ragqa.sources.paper import Paper, derive_title, text_id
 
 from .conftest import SEEDS
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragqa.embeddings import OpenAICompatibleEmbedder, _retry_after
-from ragqa.ingest import PAPERS_PER_BATCH
+from ragqa.index.ingest import PAPERS_PER_BATCH
+from ragqa.models.encoders import OpenAICompatibleEmbedder, _retry_after
 
 from .llm_server import Reply
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragqa.embeddings import MODEL_SHA256, EmbeddingError, LocalMiniLM, as_llama_embedding
+from ragqa.errors import EmbeddingError
+from ragqa.models.encoders import MODEL_SHA256, LocalMiniLM
+from ragqa.models.llama_embedding import as_llama_embedding
 
 REFERENCE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
 DIMENSION = 384
@@ -126,7 +128,7 @@ def test_a_list_and_a_tuple_embed_alike(encoder, reference):
 
 
 def test_the_installed_model_file_has_the_expected_sha256():
-    from ragqa.embeddings import sha256_of
+    from ragqa.models.encoders import sha256_of
 
     assert sha256_of(_model_file()) == MODEL_SHA256
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragqa.corpus import CorpusError, read_sources
+from ragqa.errors import CorpusError
 from ragqa.evaluate import (
     dcg,
     mean_metrics,
@@ -20,6 +20,7 @@ from ragqa.evaluate import (
     read_queries,
     recall_at_k,
 )
+from ragqa.sources import read_sources
 
 from .conftest import SEEDS, Ragqa
 

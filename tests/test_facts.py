@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ragqa.corpus import strip_marks
+from ragqa.sources.paper import strip_marks
 
 
 @pytest.mark.parametrize(("question", "title", "figure"), [
@@ -38,7 +38,8 @@ def test_latex_and_markdown_read_as_text(latex, text):
 
 
 def test_the_cross_encoder_checks_its_files(tmp_path):
-    from ragqa.rerank import CrossEncoder, RerankError, model_dir
+    from ragqa.errors import RerankError
+    from ragqa.models.rerank import CrossEncoder, model_dir
 
     (tmp_path / "model.onnx").write_bytes(b"not the model")
     (tmp_path / "tokenizer.json").write_bytes((model_dir() / "tokenizer.json").read_bytes())
@@ -47,7 +48,7 @@ def test_the_cross_encoder_checks_its_files(tmp_path):
 
 
 def test_the_cross_encoder_reads_the_answering_sentence_first():
-    from ragqa.rerank import cross_encoder
+    from ragqa.models.rerank import cross_encoder
 
     scores = cross_encoder().score("What speedup does EGG achieve over PyTorch?", [
         "High-performance GPU kernels are critical for reducing computational costs.",
@@ -61,9 +62,9 @@ def test_search_and_list_questions_never_load_the_cross_encoder(seeded, home):
     import subprocess
     import sys
 
-    code = ("import sys\nfrom ragqa.cli import main\nsys.argv = ['ragqa', 'ask', "
+    code = ("import sys\nfrom ragqa.faces.cli import main\nsys.argv = ['ragqa', 'ask', "
             "'Which papers study spiking neural networks?']\ntry:\n    main()\nexcept SystemExit:\n"
-            "    pass\nprint('LOADED' if 'ragqa.rerank' in sys.modules else 'NOT LOADED')\n")
+            "    pass\nprint('LOADED' if 'ragqa.models.rerank' in sys.modules else 'NOT LOADED')\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "RAGQA_HOME": str(home)}, timeout=120)
     assert "A²SG" in result.stdout and "NOT LOADED" in result.stdout, result.stderr
@@ -92,9 +93,9 @@ def test_a_common_name_is_no_name(seeded, home):
     """A name-like word that many papers use ("LLM" in the seeds) says nothing about which
     paper is meant: only rare ones count."""
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.retrieve import Retriever, named_terms
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.retrieval.retrieve import Retriever, named_terms
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     index = Retriever(Store(settings, "default", make_encoder(settings))).lexical
@@ -118,7 +119,7 @@ def test_a_share_is_answered_by_a_percentage(seeded):
     ("What does the DiffPool paper propose?", None),
 ])
 def test_a_question_about_one_paper_is_a_fact_question(question, topic):
-    from ragqa.retrieve import is_list_question, topic_of
+    from ragqa.retrieval.retrieve import is_list_question, topic_of
 
     assert not is_list_question(question)
     if topic:

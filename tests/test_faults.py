@@ -31,8 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from ragqa.cli import app
-from ragqa.corpus import CorpusError, read_sources, text_id
+from ragqa.errors import CorpusError
+from ragqa.faces.cli import app
+from ragqa.sources import read_sources
+from ragqa.sources.paper import text_id
 
 from .conftest import FULL_DUPLEX, Ragqa
 from .llm_server import Reply
@@ -137,12 +139,12 @@ def test_429_with_retry_after_once_then_the_answer_arrives(seeded, llm_server, e
 
 @pytest.mark.server
 def test_429_once_through_the_api_streams_the_whole_answer(seeded, llm_server, home):
-    from ragqa.answer import answer_question
+    from ragqa.answering.answer import answer_question
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.llm import make_llm
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.models.llm import make_llm
+    from ragqa.retrieval.retrieve import Retriever
 
     times: list[float] = []
     llm_server.reply = _rate_limited_first(times)
@@ -286,8 +288,8 @@ def test_chunk_metadata_of_a_long_paper_is_linear():
     """Fails without the corpus.py fix: `Paper.content_hash` (JSON of the whole paper, then
     SHA-256) was recomputed for each chunk's metadata, so ingest was quadratic in a paper's
     length: about 20 s here for the 2,000 chunks of a 2 MB abstract, 15+ minutes at 10 MB."""
-    from ragqa.corpus import Paper
-    from ragqa.store import chunk_metadata
+    from ragqa.index.store import chunk_metadata
+    from ragqa.sources.paper import Paper
 
     paper = Paper("big", "Big", _big_abstract(2 * 1024 * 1024), "big.txt#1")
     with _time_limit(4):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import chromadb
 
-from ragqa import lexical
 from ragqa.config import load_settings
-from ragqa.corpus import read_sources
-from ragqa.store import local_dir
+from ragqa.index import lexical
+from ragqa.index.store import local_dir
+from ragqa.sources import read_sources
 
 from .conftest import SEEDS
 

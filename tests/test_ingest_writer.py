@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from ragqa import lexical
 from ragqa.config import load_settings
-from ragqa.embeddings import LocalMiniLM
-from ragqa.ingest import PAPERS_PER_BATCH
-from ragqa.store import Store, local_dir
+from ragqa.index import lexical
+from ragqa.index.ingest import PAPERS_PER_BATCH
+from ragqa.index.store import Store, local_dir
+from ragqa.models.encoders import LocalMiniLM
 
 from .test_embed_provider import _corpus, _env
 from .test_ingest import _consistent_paper_ids
@@ -85,7 +85,7 @@ def _same_bm25(a: Path, b: Path) -> bool:
 
 def test_known_terms_are_used_only_for_the_same_document(tmp_path):
     """Terms worked out for another text of a paper (one edited since) are not used."""
-    from ragqa.corpus import read_sources
+    from ragqa.sources import read_sources
 
     from .conftest import SEEDS
 

@@ -14,12 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragqa.answer import ABSTAINED, ALSO_RELEVANT, CITED_NOTHING, answer_question
+from ragqa.answering.answer import ABSTAINED, ALSO_RELEVANT, CITED_NOTHING, answer_question
 from ragqa.config import load_settings
-from ragqa.embeddings import make_encoder
-from ragqa.llm import LLMError, make_llm
-from ragqa.retrieve import Retriever
-from ragqa.store import Store
+from ragqa.errors import LLMError
+from ragqa.index.store import Store
+from ragqa.models.encoders import make_encoder
+from ragqa.models.llm import make_llm
+from ragqa.retrieval.retrieve import Retriever
 
 from .conftest import FULL_DUPLEX
 from .llm_server import Reply, prompt_of, rough_tokens
@@ -226,7 +227,7 @@ def test_a_slow_first_token_is_waited_for_but_a_stall_mid_answer_is_an_error(see
 def test_the_terminal_shows_the_wait_for_the_model():
     from rich.console import Console
 
-    from ragqa.render import Renderer
+    from ragqa.faces.render import Renderer
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -251,9 +252,9 @@ def test_the_terminal_shows_the_wait_for_the_model():
        budget=st.integers(0, 1500), best=st.integers(0, 7))
 def test_fit_sources_keeps_the_most_relevant_and_each_paper_s_best_sentence(abstracts, budget,
                                                                             best):
-    from ragqa.answer import fit_sources
-    from ragqa.corpus import Paper
-    from ragqa.retrieve import Hit
+    from ragqa.answering.answer import fit_sources
+    from ragqa.retrieval.retrieve import Hit
+    from ragqa.sources.paper import Paper
 
     hits = []
     for i, lengths in enumerate(abstracts):

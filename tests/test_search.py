@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ragqa.corpus import read_sources
+from ragqa.sources import read_sources
 
 from .conftest import FULL_DUPLEX, SEEDS
 

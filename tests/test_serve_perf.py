@@ -63,7 +63,7 @@ def test_kept_vectors_are_what_chroma_holds(core):
 
 def test_a_warm_search_answers_as_a_fresh_retriever_does(core):
     from ragqa.app import search, search_json
-    from ragqa.retrieve import Retriever
+    from ragqa.retrieval.retrieve import Retriever
 
     warm = [core.search(q) for q in QUESTIONS + QUESTIONS]  # the second round reads no Chroma
     store = core.retriever().store
@@ -98,7 +98,7 @@ def test_a_paper_an_ingest_changes_is_read_again(core, seeded, tmp_path):
 
 
 def test_what_is_kept_is_bounded_and_answers_stay_whole(core, monkeypatch):
-    from ragqa import lexical
+    from ragqa.index import lexical
 
     monkeypatch.setattr(lexical, "MAX_KEPT_TERMS", 1)
     index = core.retriever().lexical
@@ -110,8 +110,8 @@ def test_what_is_kept_is_bounded_and_answers_stay_whole(core, monkeypatch):
 
 
 def test_the_snapshot_keeps_each_sentences_terms_as_stemming_gives_them(core):
-    from ragqa import lexical
-    from ragqa.corpus import split_sentences
+    from ragqa.index import lexical
+    from ragqa.text import split_sentences
 
     index = core.retriever().lexical
     rows = list(range(index.size))
@@ -123,7 +123,7 @@ def test_the_snapshot_keeps_each_sentences_terms_as_stemming_gives_them(core):
 
 
 def test_best_sentences_are_the_same_from_a_snapshot_that_keeps_no_sentence_terms(core, tmp_path):
-    from ragqa.lexical import LexicalIndex
+    from ragqa.index.lexical import LexicalIndex
 
     index = core.retriever().lexical
     old = tmp_path / "old-snapshot"

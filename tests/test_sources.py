@@ -12,7 +12,8 @@ from pathlib import Path
 import bibtexparser
 import pytest
 
-from ragqa.corpus import CorpusError, read_sources
+from ragqa.errors import CorpusError
+from ragqa.sources import read_sources
 from ragqa.sources.latex import to_text
 from ragqa.sources.select import Selection
 

@@ -17,7 +17,7 @@ KEPT = 300  # records of the kept category, the same number in every file size
 _MEASURE = """
 import resource, sys
 from pathlib import Path
-from ragqa.corpus import read_sources
+from ragqa.sources import read_sources
 from ragqa.sources.select import Selection
 report = read_sources([Path(sys.argv[1])], selection=Selection.parse(["category=cs.CL"]))
 print(report.records_read, len(report.papers),
@@ -98,8 +98,8 @@ def test_a_snapshot_without_the_categories_column_still_filters(tmp_path):
     """BM25 snapshots written before the column existed filter from each paper's metadata."""
     import sqlite3
 
-    from ragqa import lexical
-    from ragqa.corpus import read_sources
+    from ragqa.index import lexical
+    from ragqa.sources import read_sources
 
     papers = read_sources([REPO / "tests" / "fixtures" / "sources" / "arxiv_slice.jsonl"]).papers
     folder = lexical.write_snapshot(tmp_path, papers, "fp", None)

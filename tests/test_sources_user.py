@@ -14,7 +14,7 @@ from pathlib import Path
 import bibtexparser
 import pytest
 
-from ragqa.corpus import read_sources
+from ragqa.sources import read_sources
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sources"
 SOURCES = [FIXTURES / "arxiv_slice.jsonl", FIXTURES / "openreview_notes.json",

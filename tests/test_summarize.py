@@ -104,8 +104,8 @@ def test_offline_theme_names_are_phrases_and_sentences_are_contributions(seeded)
 
 
 def test_theme_names_at_conference_scale_are_noun_phrases():
-    from ragqa.corpus import Paper
-    from ragqa.summarize import theme_names
+    from ragqa.answering.summarize import theme_names
+    from ragqa.sources.paper import Paper
 
     def paper(text: str) -> Paper:
         return Paper(paper_id=str(abs(hash(text))), title="", text=text, source="x#1")

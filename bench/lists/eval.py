@@ -19,7 +19,7 @@ What it reports:
   pooled, folds by question) and applied to the held-out fold: the figures to quote;
 - `shipped`: `ragqa search` as committed (LIST_MODEL fitted on all questions: in-sample);
 - candidates' recall@100 and recall of the whole candidate stage.
-`--fit` prints the LIST_MODEL fitted on every question, to paste into ragqa/retrieve.py.
+`--fit` prints the LIST_MODEL fitted on every question, to paste into ragqa/retrieval/retrieve.py.
 
     python bench/lists/eval.py --home DIR [--data ../shared/data/mlconf] [--folds 5] [--fit]
     git worktree add /tmp/ragqa-before cdb7c85      # the version before the list decision
@@ -114,10 +114,10 @@ def slice_file(home: Path, data: Path, name: str) -> Path:
 
 def retriever_for(home: Path, collection: str, sources: list[Path]):
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder
-    from ragqa.ingest import ingest_paths
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.ingest import ingest_paths
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.retrieval.retrieve import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, collection, make_encoder(settings))
@@ -165,7 +165,7 @@ def summarise(rows: list[dict[str, float]]) -> dict[str, float]:
 # ---------------------------------------------------------------- calibration
 
 def features(hits) -> np.ndarray:
-    from ragqa.retrieve import RelevanceModel
+    from ragqa.retrieval.retrieve import RelevanceModel
 
     return np.array([[h.signals[f] for f in RelevanceModel.FEATURES] for h in hits],
                     dtype=np.float64).reshape(len(hits), len(RelevanceModel.FEATURES))
@@ -198,7 +198,7 @@ def calibrate(train: list[tuple[Question, list, np.ndarray]]):
     the two thresholds: abstention >= MIN_ABSTENTION first, then the best recall at precision
     >= MIN_PRECISION, or the best F1 where no setting is that precise.
     """
-    from ragqa.retrieve import RelevanceModel, question_signals
+    from ragqa.retrieval.retrieve import RelevanceModel, question_signals
 
     xs, ys = [], []
     for q, hits, x in train:
@@ -243,7 +243,7 @@ def calibrate(train: list[tuple[Question, list, np.ndarray]]):
 
 def candidate_runs(retriever, questions: list[Question]):
     """Each question's candidates with the decision's signals (no cut), ids attached."""
-    from ragqa.retrieve import LIST_MODEL
+    from ragqa.retrieval.retrieve import LIST_MODEL
 
     runs = []
     for q in questions:

@@ -35,9 +35,9 @@ def main() -> int:
     parser.add_argument("--slices", default=",".join(SLICES))
     args = parser.parse_args()
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder, make_multilingual_encoder
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder, make_multilingual_encoder
+    from ragqa.retrieval.retrieve import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     encoder = make_encoder(settings)

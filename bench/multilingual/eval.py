@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 LISTS = HERE.parent / "lists" / "eval.py"
 LANGUAGES = ("zh", "ja", "de")
 SLICE_NAMES = ("nips2018", "acl2022", "seeds")
-PLAIN = "zh-plain"  # the Chinese questions searched without the dictionaries (ragqa.glossary)
+PLAIN = "zh-plain"  # the Chinese questions searched without ragqa.models.glossary
 
 
 def _lists_eval():
@@ -68,10 +68,10 @@ def translated(slice_name: str, language: str, english: list) -> list:
 def retriever_for(home: Path, data: Path, name: str):
     """The slice's retriever, its multilingual vectors added where missing."""
     from ragqa.config import load_settings
-    from ragqa.embeddings import make_encoder, make_multilingual_encoder
-    from ragqa.ingest import ingest_paths
-    from ragqa.retrieve import Retriever
-    from ragqa.store import Store
+    from ragqa.index.ingest import ingest_paths
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder, make_multilingual_encoder
+    from ragqa.retrieval.retrieve import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, name, make_encoder(settings))
@@ -82,7 +82,7 @@ def retriever_for(home: Path, data: Path, name: str):
 
 def foreign_runs(retriever, questions: list) -> list:
     """Each question's multilingual candidates with their signals (no cut)."""
-    from ragqa.retrieve import MULTILINGUAL_LIST_MODEL
+    from ragqa.retrieval.retrieve import MULTILINGUAL_LIST_MODEL
 
     runs = []
     for q in questions:
@@ -139,7 +139,7 @@ def main() -> int:
     if not (args.data / "corpus.jsonl.gz").is_file():
         print(f"skipped: no mlconf data at {args.data}")
         return 0
-    from ragqa.retrieve import CHINESE_LIST_MODEL, LIST_MODEL, MULTILINGUAL_LIST_MODEL
+    from ragqa.retrieval.retrieve import CHINESE_LIST_MODEL, LIST_MODEL, MULTILINGUAL_LIST_MODEL
 
     retrievers, english_runs, foreign = {}, {}, {}
     cached = pickle.loads(args.cache.read_bytes()) if args.cache and args.cache.is_file() \

@@ -34,7 +34,7 @@ code = {code!r}
 if code:
     sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
     sys.path.insert(0, code)
-from ragqa.cli import main
+from ragqa.faces.cli import main
 sys.argv = ["ragqa", "search", {question!r}, "--json"]
 try:
     main()

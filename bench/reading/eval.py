@@ -55,7 +55,7 @@ SLICE = "nips2018"
 def cli(home: Path):
     from typer.testing import CliRunner
 
-    from ragqa.cli import app
+    from ragqa.faces.cli import app
 
     runner = CliRunner()
     env = {"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"}

@@ -1,5 +1,150 @@
-"""Readers of real-world sources (arXiv metadata, OpenReview notes, BibTeX), the one LaTeX and
-Markdown to text converter every reader uses, and the `--where`/`--limit` selection.
+"""Source files -> `Paper` records: the registry of readers, one per format, and `read_sources`.
 
-`ragqa.corpus` stays the entry point (`read_sources`); these modules hold what grew out of it.
+Formats: seeds-style text, JSON Lines and CSV (plain.py, with arXiv snapshot lines and OpenReview
+notes recognised by their fields: arxiv.py, openreview.py), and `.bib` (bibtex.py). Every
+problem is a `CorpusError` (paper.py) that names the file and the 1-based line, raised before
+anything is written anywhere. Only the records a `Selection` (select.py) keeps are held.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ragqa.errors import CorpusError
+from ragqa.sources.bibtex import NoAbstract, read_bibtex
+from ragqa.sources.paper import Paper
+from ragqa.sources.plain import Admit, categories_of, read_csv, read_jsonl, read_seeds, read_text
+
+TEXT_SUFFIXES = (".txt", ".md")
+# .json: JSON Lines, or one JSON array (an OpenReview export), told apart by the first byte.
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json.gz", ".ndjson.gz", ".json")
+CSV_SUFFIXES = (".csv", ".csv.gz")
+BIB_SUFFIXES = (".bib",)
+SUPPORTED = TEXT_SUFFIXES + JSONL_SUFFIXES + CSV_SUFFIXES + BIB_SUFFIXES
+PROGRESS_EVERY = 10_000  # records between two progress reports while reading
+
+@dataclass
+class ReadReport:
+    papers: list[Paper]
+    skipped: list[CorpusError]
+    records_read: int = 0  # records parsed, kept or not
+    without_abstract: int = 0  # BibTeX entries that are no paper (no abstract): not errors
+    partial: bool = False  # a --where/--limit slice: the files hold more than was read
+
+
+# ---------------------------------------------------------------- the registry
+
+Item = Paper | CorpusError | NoAbstract | None  # None: read, and the selection turned it down
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One format: the file name endings it reads, and the reader, which yields a Paper, a
+    CorpusError (a bad record: fatal unless --skip-bad), a NoAbstract (an entry that is no
+    paper) or None (read, and the selection turned it down) per record."""
+
+    suffixes: tuple[str, ...]
+    read: Callable[[Path, Admit | None], Iterator[Item]]
+
+
+def _admitted(items: Iterator[Paper | CorpusError], admit: Admit | None) -> Iterator[Item]:
+    for item in items:
+        if admit is not None and isinstance(item, Paper) and \
+                not admit(item.venue, item.year, categories_of(item)):
+            yield None
+        else:
+            yield item
+
+
+# In the order they are tried: ".json.gz" is JSON Lines, not text.
+READERS = (
+    Reader(JSONL_SUFFIXES, read_jsonl),
+    Reader(CSV_SUFFIXES, lambda p, admit: _admitted(read_csv(p, read_text(p)), admit)),
+    Reader(TEXT_SUFFIXES, lambda p, admit: _admitted(read_seeds(p, read_text(p)), admit)),
+    Reader(BIB_SUFFIXES, lambda p, admit: read_bibtex(p, read_text(p), admit)),
+)
+
+
+def reader_for(path: Path) -> Reader:
+    name = path.name.lower()
+    for reader in READERS:
+        if name.endswith(reader.suffixes):
+            return reader
+    raise CorpusError(path, None, f"unknown format; use one of {', '.join(SUPPORTED)}")
+
+
+# ---------------------------------------------------------------- reading
+
+def expand_sources(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly, and supported files inside named folders (sorted)."""
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*")
+                           if p.is_file() and p.name.lower().endswith(SUPPORTED))
+            if not found:
+                raise CorpusError(path, None, "folder holds no supported files")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise CorpusError(path, None, "no such file or folder")
+    # The same file named twice (or inside a named folder too) is read once.
+    unique = []
+    for file in files:
+        if file.resolve() not in seen:
+            seen.add(file.resolve())
+            unique.append(file)
+    return unique
+
+
+def read_sources(paths: Iterable[Path], skip_bad: bool = False, selection=None,
+                 on_progress: Callable[[int, int], None] | None = None) -> ReadReport:
+    """Parse every source. Raises the first CorpusError unless `skip_bad`.
+
+    `selection` (a `ragqa.sources.select.Selection`): only the records it admits are kept, at
+    most its `limit` of them; the others are read (and checked) but not held, so memory follows
+    what is kept, not the size of the files. `on_progress(records read, kept)` is called every
+    PROGRESS_EVERY records and at the end."""
+    paths = list(paths)
+    admit = selection.admits if selection and selection.conditions else None
+    limit = selection.limit if selection else None
+    report = ReadReport(papers=[], skipped=[], partial=bool(selection))
+    first_seen: dict[str, str] = {}
+    for path in expand_sources(paths):
+        if limit is not None and len(report.papers) >= limit:
+            break
+        resolved = str(path.resolve())
+        for item in reader_for(path).read(path, admit):
+            if not isinstance(item, CorpusError):
+                report.records_read += 1
+                if on_progress and report.records_read % PROGRESS_EVERY == 0:
+                    on_progress(report.records_read, len(report.papers))
+            if item is None:
+                continue
+            if isinstance(item, NoAbstract):  # a BibTeX entry without abstract
+                report.without_abstract += 1
+                continue
+            if isinstance(item, Paper) and item.paper_id in first_seen:
+                item = CorpusError(
+                    path, item.line or None,
+                    f"duplicate paper id {item.paper_id!r} (first at {first_seen[item.paper_id]})",
+                )
+            if isinstance(item, CorpusError):
+                if not skip_bad:
+                    raise item
+                report.skipped.append(item)
+                continue
+            first_seen[item.paper_id] = item.source
+            report.papers.append(replace(item, source_path=resolved))
+            if limit is not None and len(report.papers) >= limit:
+                break
+    if on_progress:
+        on_progress(report.records_read, len(report.papers))
+    if not report.records_read and not report.skipped and not report.without_abstract:
+        raise CorpusError(", ".join(str(p) for p in paths), None, "no abstracts found")
+    return report
+

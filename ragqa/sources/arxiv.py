@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ragqa.corpus import MetaValue, Paper, derive_title
 from ragqa.sources.latex import to_text
+from ragqa.sources.paper import MetaValue, Paper, derive_title
 from ragqa.sources.select import split_categories
 
 VENUE = "arXiv"

@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ragqa.corpus import CorpusError, MetaValue, Paper, derive_title, text_id
+from ragqa.errors import CorpusError
 from ragqa.sources.latex import latex_to_text
+from ragqa.sources.paper import MetaValue, Paper, derive_title, text_id
 
 # Fields that are the entry's own and an export writes back (the abstract is the paper's text).
 KEPT_FIELDS = ("title", "author", "editor", "booktitle", "journal", "year", "month", "volume",

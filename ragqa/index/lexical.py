@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ragqa.corpus import Paper, split_sentences
+from ragqa.errors import SnapshotError
+from ragqa.sources.paper import Paper
+from ragqa.text import split_sentences
 
 CURRENT = "CURRENT"
 # A query stem no paper uses is matched to words that extend it by at most MAX_EXTENSION
@@ -43,10 +45,6 @@ QUERY_STOPWORDS = {
     "list", "find", "show", "deal", "deals", "do", "does", "use", "uses", "using", "about",
     "address", "addresses", "article", "articles", "research", "tell", "me", "there",
 }
-
-
-class SnapshotError(OSError):
-    """The snapshot cannot be written (a full disk, a read-only folder): exit code 1."""
 
 
 def fingerprint(states: Iterable[tuple[str, str]]) -> str:

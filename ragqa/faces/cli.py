@@ -20,17 +20,18 @@ import typer
 
 from ragqa import __version__
 from ragqa import app as operations
-from ragqa.app import UsageError, paper_json, search_json
 from ragqa.app import llm_for as _llm_for
 from ragqa.app import open_for_query as _open_for_query
 from ragqa.app import open_store as _open_store
+from ragqa.app import paper_json, search_json
 from ragqa.app import settings_for as _settings
+from ragqa.errors import UserError, exit_code
 from ragqa.text import clean_question, json_text, safe
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
-    from ragqa.render import Renderer
-    from ragqa.retrieve import Filters, Retriever
+    from ragqa.faces.render import Renderer
+    from ragqa.retrieval.retrieve import Filters, Retriever
 
 app = typer.Typer(
     help="Question answering over collections of ML-paper abstracts, with citations that point "
@@ -54,13 +55,13 @@ CategoryOpt = Annotated[str | None, typer.Option(
 
 def _renderer() -> Renderer:
     """rich costs ~0.1 s to import: `ragqa --help` never pays it."""
-    from ragqa.render import Renderer
+    from ragqa.faces.render import Renderer
 
     return Renderer()
 
 
 def _markup(text: str) -> str:
-    from ragqa.render import markup
+    from ragqa.faces.render import markup
 
     return markup(text)
 
@@ -68,23 +69,8 @@ def _markup(text: str) -> str:
 def _question(text: str) -> str:
     question = clean_question(text)
     if not question:
-        raise UsageError("the question is empty")
+        raise UserError("the question is empty")
     return question
-
-
-def _exit_code(exc: BaseException) -> int | None:
-    """2 for bad input or usage, 1 for a runtime failure, None for a bug."""
-    from ragqa.config import ConfigError
-    from ragqa.corpus import CorpusError
-
-    if isinstance(exc, UsageError | ConfigError | CorpusError):
-        return 2
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    if names & {"IndexMismatchError"}:
-        return 2
-    if names & {"StoreError", "EmbeddingError", "LockTimeout", "LLMError", "OSError"}:
-        return 1
-    return None
 
 
 @contextmanager
@@ -101,7 +87,7 @@ def _errors(debug: bool) -> Iterator[None]:
     except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
         if debug:
             raise
-        code = _exit_code(exc)
+        code = exit_code(exc)
         message = " ".join(safe(str(exc)).split()) or type(exc).__name__
         if code is None:  # a bug: still one line, and a way to see more
             message = (f"internal error: {type(exc).__name__}: {message[:300]} "
@@ -138,15 +124,15 @@ def ingest(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Add abstracts to a collection: incremental, idempotent, safe to interrupt."""
-    from ragqa.corpus import read_sources
-    from ragqa.ingest import PHASES, ingest_sources
+    from ragqa.index.ingest import PHASES, ingest_sources
     from ragqa.resources import seed_files
+    from ragqa.sources import read_sources
 
     out = _renderer()
     with _errors(debug), _no_gc_while_starting() as started:
         sources = list(paths or []) + (seed_files() if seeds else [])
         if not sources and not rebuild and not multilingual:
-            raise UsageError("name files or folders to ingest, or use --seeds for the bundled "
+            raise UserError("name files or folders to ingest, or use --seeds for the bundled "
                              "ICML 2026 abstracts")
         settings, name = _settings(collection)
         selection = _selection(where, limit, prune)
@@ -195,12 +181,12 @@ def _no_gc_while_starting() -> Iterator[Callable[[], None]]:
 
 def _check_out_file(option: str, path: Path | None) -> None:
     if path and not path.resolve().parent.is_dir():
-        raise UsageError(f"{option} {path}: no folder {path.resolve().parent}")
+        raise UserError(f"{option} {path}: no folder {path.resolve().parent}")
 
 
 def _write_bib(path: Path | None, papers: list) -> int:
     """The papers (None for one the index lacks) as BibTeX; how many were written."""
-    from ragqa.export import to_bibtex
+    from ragqa.sources.export import to_bibtex
 
     found = [p for p in papers if p is not None]
     if path:
@@ -214,9 +200,9 @@ def _selection(where: list[str] | None, limit: int | None, prune: bool):
     try:
         selection = Selection.parse(where, limit)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UserError(str(exc)) from None
     if selection and prune:
-        raise UsageError("--prune deletes what the files no longer hold; with --where or "
+        raise UserError("--prune deletes what the files no longer hold; with --where or "
                          "--limit it would delete the rest of each file: use one or the other")
     return selection
 
@@ -228,7 +214,7 @@ def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, filters: Fi
     try:
         lines = batch.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{batch}: cannot read: {exc}") from None
+        raise UserError(f"{batch}: cannot read: {exc}") from None
     queries = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -237,7 +223,7 @@ def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, filters: Fi
             record = json.loads(line)
             queries.append((str(record["_id"]), str(record["text"])))
         except (ValueError, KeyError, TypeError):
-            raise UsageError(f"{batch}:{number}: each line must be a JSON object with "
+            raise UserError(f"{batch}:{number}: each line must be a JSON object with "
                              "'_id' and 'text'") from None
     for qid, text in queries:
         result = retriever.search(text, k=k, filters=filters, cut=cut, sentences=False)
@@ -262,12 +248,12 @@ def search(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Find the papers that matter for a question, each with its best-matching sentence."""
-    from ragqa.retrieve import Filters
+    from ragqa.retrieval.retrieve import Filters
 
     out = _renderer()
     with _errors(debug):
         if (question is None) == (batch is None):
-            raise UsageError("give a QUESTION or --batch FILE (one of them)")
+            raise UserError("give a QUESTION or --batch FILE (one of them)")
         if question is not None:
             question = _question(question)
         settings, name = _settings(collection)
@@ -301,8 +287,8 @@ def ask(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Answer a question from the papers, every sentence cited and checked."""
-    from ragqa.answer import answer_question
-    from ragqa.retrieve import Filters
+    from ragqa.answering.answer import answer_question
+    from ragqa.retrieval.retrieve import Filters
 
     out = _renderer()
     with _errors(debug):
@@ -348,7 +334,7 @@ class ChatShell:
 
     def handle(self, line: str) -> bool:
         """Process one line; False means quit."""
-        from ragqa.chat import save_session
+        from ragqa.answering.chat import save_session
 
         line = clean_question(line)
         if not line:
@@ -374,13 +360,13 @@ class ChatShell:
         return True
 
     def _ask(self, line: str, on_token):
-        from ragqa.chat import ask_in_session
+        from ragqa.answering.chat import ask_in_session
 
         return ask_in_session(self.session, line, self.retriever, self.llm,
                               on_token=on_token if self.stream else None)
 
     def command(self, line: str) -> bool:
-        from ragqa.chat import new_session, save_session, transcript_markdown
+        from ragqa.answering.chat import new_session, save_session, transcript_markdown
 
         name, _, arg = line.partition(" ")
         last = self.session.turns[-1].answer if self.session.turns else None
@@ -426,7 +412,7 @@ class ChatShell:
 
 
     def _cited(self) -> list:
-        from ragqa.chat import cited_paper_ids
+        from ragqa.answering.chat import cited_paper_ids
 
         return [self.retriever.lexical.paper(pid) for pid in cited_paper_ids(self.session)]
 
@@ -484,7 +470,7 @@ def chat(
     debug: DebugOpt = False,
 ) -> None:
     """Chat about the papers: follow-ups keep their context, every turn cites."""
-    from ragqa.chat import list_sessions, load_session, new_session
+    from ragqa.answering.chat import list_sessions, load_session, new_session
 
     out = _renderer()
     with _errors(debug):
@@ -497,12 +483,12 @@ def chat(
                 out.sessions(sessions)
             return
         if session_id and not resume:
-            raise UsageError("a session id goes with --resume: ragqa chat --resume ID")
+            raise UserError("a session id goes with --resume: ragqa chat --resume ID")
         _check_out_file("--bib", bib)
         try:
             session = load_session(settings, session_id) if resume else new_session(name)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise UserError(str(exc)) from None
         model = _llm_for(settings, llm)
         retriever = _open_for_query(settings, session.collection, quiet=as_json)
         interactive = sys.stdin.isatty()
@@ -534,16 +520,16 @@ def summarize(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """A literature summary: themes, a paragraph each, every claim cited, references."""
-    from ragqa import summarize as summaries
-    from ragqa.retrieve import Filters
+    from ragqa.answering import summarize as summaries
+    from ragqa.retrieval.retrieve import Filters
 
     out = _renderer()
     with _errors(debug):
         topic = clean_question(topic or "")
         if bool(topic) == all_:
-            raise UsageError("give a TOPIC or --all (one of them)")
+            raise UserError("give a TOPIC or --all (one of them)")
         if out_file and not out_file.resolve().parent.is_dir():
-            raise UsageError(f"--out {out_file}: no folder {out_file.resolve().parent}")
+            raise UserError(f"--out {out_file}: no folder {out_file.resolve().parent}")
         _check_out_file("--bib", bib)
         settings, name = _settings(collection)
         model = _llm_for(settings, llm)
@@ -576,7 +562,7 @@ def _recall_ks(values: list[str] | None) -> list[int]:
     for value in values or []:
         for part in value.split(","):
             if not part.strip().isdigit() or int(part) < 1:
-                raise UsageError(f"--k takes whole numbers of at least 1, not {part.strip()!r}")
+                raise UserError(f"--k takes whole numbers of at least 1, not {part.strip()!r}")
             ks.add(int(part))
     return sorted(ks) or list(DEFAULT_KS)
 
@@ -615,9 +601,9 @@ def eval_(
     out = _renderer()
     with _errors(debug):
         if folder is None and None in (corpus, queries, qrels):
-            raise UsageError("give a BEIR folder, or all of --corpus, --queries and --qrels")
+            raise UserError("give a BEIR folder, or all of --corpus, --queries and --qrels")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", split) or ".." in split:
-            raise UsageError(f"--split must be a name such as test or dev, not {split!r}")
+            raise UserError(f"--split must be a name such as test or dev, not {split!r}")
         ks = _recall_ks(k)
         dataset = locate_dataset(folder, corpus, queries, qrels, split)
         settings, name = _settings(collection or default_collection(dataset))
@@ -639,7 +625,7 @@ def eval_(
         if as_json:
             out.json(result.as_json())
         else:
-            from ragqa.render import render_eval
+            from ragqa.faces.render import render_eval
 
             render_eval(out, result)
 
@@ -655,13 +641,13 @@ def papers(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """List every paper of the collection (JSON: with full text and metadata)."""
-    from ragqa import export
+    from ragqa.sources import export
 
     out = _renderer()
     with _errors(debug):
         writers = {"bibtex": export.to_bibtex, "csv": export.to_csv, "jsonl": export.to_jsonl}
         if fmt is not None and fmt not in writers:
-            raise UsageError(f"--format must be bibtex, csv or jsonl, not {fmt!r}")
+            raise UserError(f"--format must be bibtex, csv or jsonl, not {fmt!r}")
         settings, name = _settings(collection)
         retriever = _open_for_query(settings, name, quiet=as_json or fmt is not None)
         items = operations.all_papers(retriever)
@@ -707,7 +693,7 @@ def serve(
     collection: CollectionOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Serve the collection over HTTP: JSON API, web page, OpenAI-compatible /v1, MCP at /mcp."""
-    from ragqa import serve as server
+    from ragqa.faces import http as server
 
     with _errors(debug):
         settings, name = _settings(collection)
@@ -722,7 +708,7 @@ def serve(
 @app.command()
 def mcp(collection: CollectionOpt = None, debug: DebugOpt = False) -> None:
     """Serve the Model Context Protocol over stdio (for Claude Desktop, Cursor, ...)."""
-    from ragqa import mcp_server
+    from ragqa.faces import mcp as mcp_server
 
     with _errors(debug):
         settings, name = _settings(collection)
@@ -738,7 +724,7 @@ def doctor(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Print the effective settings (keys masked) and check embedder, store and LLM."""
-    from ragqa.doctor import run_checks
+    from ragqa.faces.doctor import run_checks
 
     out = _renderer()
     with _errors(debug):

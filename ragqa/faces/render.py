@@ -14,14 +14,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ragqa.messages import message
+from ragqa.answering.messages import message
 from ragqa.text import json_text, safe
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
-    from ragqa.corpus import Paper
-    from ragqa.ingest import IngestReport
-    from ragqa.retrieve import SearchResult
+    from ragqa.index.ingest import IngestReport
+    from ragqa.retrieval.retrieve import SearchResult
+    from ragqa.sources.paper import Paper
 
 def markup(text: str) -> str:
     """Untrusted text made inert for the terminal and for rich's markup."""
@@ -43,7 +43,7 @@ class Renderer:
     # ------------------------------------------------------------ ingest
 
     def ingest_progress(self, enabled: bool):
-        from ragqa.ingest import Progress
+        from ragqa.index.ingest import Progress
 
         if not enabled or not self.err.is_terminal:
             return Progress()
@@ -77,7 +77,7 @@ class Renderer:
     # ------------------------------------------------------------ search
 
     def search_result(self, result: SearchResult) -> None:
-        from ragqa.answer import detect_language
+        from ragqa.answering.answer import detect_language
 
         language = detect_language(result.query)
         if not result.hits:
@@ -216,7 +216,7 @@ class Renderer:
     def summary(self, markdown: str, summary: Any) -> None:
         from rich.markdown import Markdown
 
-        from ragqa.summarize import summary_mode
+        from ragqa.answering.summarize import summary_mode
 
         self.console.print(f"[dim]{escape(summary_mode(summary))}[/]")
         if summary.llm_calls:

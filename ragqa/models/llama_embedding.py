@@ -1,6 +1,6 @@
 """ragqa's encoders as llama-index `BaseEmbedding`s.
 
-Kept apart from embeddings.py because importing llama-index costs ~2 s, which a search process
+Kept apart from encoders.py because importing llama-index costs ~2 s, which a search process
 should not pay; anything built on llama-index (a VectorStoreIndex, a query engine) uses this.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
-from ragqa.embeddings import Encoder
+from ragqa.models import Encoder
 
 
 class EncoderEmbedding(BaseEmbedding):
@@ -43,3 +43,8 @@ class EncoderEmbedding(BaseEmbedding):
 
     async def _aget_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embedding(text)
+
+
+def as_llama_embedding(encoder: Encoder) -> EncoderEmbedding:
+    """The encoder as a llama-index BaseEmbedding."""
+    return EncoderEmbedding.from_encoder(encoder)

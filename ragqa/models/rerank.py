@@ -20,15 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ragqa.embeddings import EmbeddingError, sha256_of
+from ragqa.errors import RerankError
+from ragqa.models.encoders import sha256_of
 
 MODEL_SHA256 = "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1"
 TOKENIZER_SHA256 = "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448"
 MAX_TOKENS = 256
-
-
-class RerankError(EmbeddingError):
-    """The cross-encoder's files are missing or not the pinned ones: exit code 1."""
 
 
 def model_dir() -> Path:

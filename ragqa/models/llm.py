@@ -12,6 +12,9 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ragqa.errors import LLMError
+from ragqa.models import LLM
+
 if TYPE_CHECKING:
     from ragqa.config import Settings
 
@@ -24,10 +27,6 @@ logging.getLogger("llama_index.llms.openai.utils").setLevel(logging.ERROR)
 # The longest answer asked for; the prompt's sources are trimmed so that prompt plus this fit
 # RAGQA_LLM_CONTEXT (answer.fit_sources).
 MAX_ANSWER_TOKENS = 1024
-
-
-class LLMError(RuntimeError):
-    """The configured LLM endpoint failed (exit code 1). Never carries the API key."""
 
 
 def describe_failure(exc: BaseException, settings: Settings) -> str:
@@ -219,6 +218,7 @@ class LocalGGUF:
     Optional and not part of CI: llama-cpp-python compiles from source for about ten minutes."""
 
     last_finish_reason: str | None = None
+    last_usage: dict[str, int] = {}  # noqa: RUF012 - llama-cpp-python's stream reports none
 
     def __init__(self, settings: Settings) -> None:
         try:
@@ -236,6 +236,10 @@ class LocalGGUF:
     @property
     def description(self) -> str:
         return f"{self.model} (local GGUF)"
+
+    def context_window(self) -> int | None:
+        """None: the answer prompt is fitted to RAGQA_LLM_CONTEXT."""
+        return None
 
     def complete(self, prompt: str) -> str:
         return "".join(self.stream(prompt))
@@ -288,7 +292,7 @@ def _finish_reason(chunk: Any) -> str | None:
     return getattr(choices[0], "finish_reason", None) if choices else None
 
 
-def make_llm(settings: Settings) -> ChatLLM | LocalGGUF | None:
+def make_llm(settings: Settings) -> LLM | None:
     """The configured LLM, or None when answers are extractive."""
     if not settings.llm_configured:
         return None

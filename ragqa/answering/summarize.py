@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragqa import lexical
-from ragqa.answer import (
+from ragqa.answering.answer import (
     CITATION,
     Evidence,
     check_citations,
@@ -32,16 +31,17 @@ from ragqa.answer import (
     repair_uncited,
     sources_block,
 )
-from ragqa.citations import normalise_citations
-from ragqa.corpus import Paper, contribution_sentence, strip_marks
-from ragqa.export import reference_link
-from ragqa.messages import message, shown_topic
-from ragqa.question import strip_frame
-from ragqa.retrieve import LIST_MODEL, Filters, Hit, best_sentence
+from ragqa.answering.citations import normalise_citations
+from ragqa.answering.messages import message, shown_topic
+from ragqa.index import lexical
+from ragqa.retrieval.question import strip_frame
+from ragqa.retrieval.retrieve import LIST_MODEL, Filters, Hit, best_sentence
+from ragqa.sources.export import reference_link
+from ragqa.sources.paper import Paper, contribution_sentence, strip_marks
 
 if TYPE_CHECKING:
-    from ragqa.llm import ChatLLM
-    from ragqa.retrieve import Retriever
+    from ragqa.models import LLM
+    from ragqa.retrieval.retrieve import Retriever
 
 MIN_THEMES, MAX_THEMES = 2, 10
 # A theme has at least this many papers (beyond the fewest themes a collection gets).
@@ -274,7 +274,7 @@ def _extractive_paragraph(theme: Theme, numbers: dict[str, int], terms: set[str]
 class _LLMCounter:
     """Counts calls and (approximate) tokens across the threads of one summary."""
 
-    def __init__(self, llm: ChatLLM, count_tokens: Callable[[str], int]) -> None:
+    def __init__(self, llm: LLM, count_tokens: Callable[[str], int]) -> None:
         self.llm, self.count_tokens, self.calls, self.tokens = llm, count_tokens, 0, 0
         self._lock = threading.Lock()
 
@@ -286,7 +286,7 @@ class _LLMCounter:
         return reply
 
 
-def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = None,
+def summarize(retriever: Retriever, topic: str | None, llm: LLM | None = None,
               max_papers: int | None = None,
               on_progress: Callable[[str], None] | None = None,
               filters: Filters | None = None) -> Summary:
@@ -324,7 +324,7 @@ def summarize(retriever: Retriever, topic: str | None, llm: ChatLLM | None = Non
     return _write_with_llm(summary, numbers, llm, retriever)
 
 
-def _write_with_llm(summary: Summary, numbers: dict[str, int], llm: ChatLLM,
+def _write_with_llm(summary: Summary, numbers: dict[str, int], llm: LLM,
                     retriever: Retriever) -> Summary:
     """Theme names and paragraphs (bounded concurrency), then an overview of the paragraphs:
     summaries of clusters, then a summary of the summaries."""

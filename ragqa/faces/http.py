@@ -5,7 +5,7 @@ of the matching command (docs: README, "Serving"; the contract: API.md). Nothing
 an answer: routes parse a body, call the App, and turn its errors into JSON with a status.
 
 Routes: `/api/*` (JSON, SSE for streamed answers), `/v1/*` (OpenAI-compatible, serve_openai.py),
-`/mcp` (MCP streamable HTTP, mcp_server.py), `/` and `/static/*` (the web page in ragqa/web/),
+`/mcp` (MCP streamable HTTP, mcp_server.py), `/` and `/static/*` (the web page in ragqa/faces/web/),
 `/docs` (an offline page over `/openapi.json`).
 
 Heavy imports (fastapi, uvicorn, starlette) stay inside functions: the CLI imports this module
@@ -24,7 +24,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragqa.text import json_text, safe
+from ragqa.errors import UserError, error_message, http_status
+from ragqa.text import json_text
 
 if TYPE_CHECKING:
     from ragqa.app import App
@@ -38,30 +39,6 @@ OPEN_PREFIXES = ("/static/",)
 
 
 # ---------------------------------------------------------------- errors
-
-def error_status(exc: BaseException) -> int:
-    """The HTTP status of an error raised by an operation (the CLI's exit codes, over HTTP)."""
-    from ragqa.app import NotFound, UsageError
-    from ragqa.config import ConfigError
-
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, UsageError | ConfigError):
-        return 400
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    if names & {"IndexMismatchError"}:
-        return 400
-    if names & {"StoreError", "EmbeddingError", "LockTimeout", "LLMError", "SnapshotError"}:
-        return 503  # a service down or busy: the request may succeed later
-    return 500
-
-
-def error_message(exc: BaseException) -> str:
-    """One line, no traceback; a bug says only its type (its message may hold anything)."""
-    if error_status(exc) == 500:
-        return f"internal error: {type(exc).__name__}"
-    return " ".join(safe(str(exc)).split())[:500] or type(exc).__name__
-
 
 def _error_response(status: int, message: str, headers: dict | None = None):
     from fastapi.responses import JSONResponse
@@ -279,14 +256,14 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
 
     @api.exception_handler(Exception)
     async def _failed(request: Request, exc: Exception):
-        return _error_response(error_status(exc), error_message(exc))
+        return _error_response(http_status(exc), error_message(exc))
 
     def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """An operation's answer, or its error as JSON with the CLI's meaning as a status."""
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - turned into a status here, once
-            return _error_response(error_status(exc), error_message(exc))
+            return _error_response(http_status(exc), error_message(exc))
 
     @api.get("/api/health", summary="Status, collection size and answer mode (no token needed)")
     def health() -> Any:
@@ -328,7 +305,7 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     def paper(paper_id: str) -> Any:
         return call(core.show, paper_id)
 
-    from ragqa.serve_openai import add_openai_routes
+    from ragqa.faces.openai_compat import add_openai_routes
 
     add_openai_routes(api, core, call)
     _add_docs(api)
@@ -348,16 +325,16 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
 def _mcp_app(core: "App", host: str):
     """The MCP tools as a streamable-HTTP app, or None when the mcp SDK is missing."""
     try:
-        from ragqa.mcp_server import http_app
+        from ragqa.faces.mcp import http_app
     except ModuleNotFoundError as exc:
-        if exc.name not in ("mcp", "ragqa.mcp_server"):
+        if exc.name not in ("mcp", "ragqa.faces.mcp"):
             raise
         return None
     return http_app(core, host)
 
 
 def _add_web(api: Any) -> None:
-    """The static page of ragqa/web/ (built by its own engineer; absent: a JSON 404)."""
+    """The static page of ragqa/faces/web/ (built by its own engineer; absent: a JSON 404)."""
     from fastapi.responses import FileResponse
     from starlette.staticfiles import StaticFiles
 
@@ -366,10 +343,10 @@ def _add_web(api: Any) -> None:
     @api.get("/", include_in_schema=False)
     def page() -> Any:
         if not index.is_file():
-            return _error_response(404, "this installation has no web page (ragqa/web/)")
+            return _error_response(404, "this installation has no web page (ragqa/faces/web/)")
         return FileResponse(index, media_type="text/html")
 
-    # /static/x is ragqa/web/static/x, or ragqa/web/x when the page keeps its files beside it
+    # /static/x is web/static/x, or web/x when the page keeps its files beside it
     assets = WEB_DIR / "static" if (WEB_DIR / "static").is_dir() else WEB_DIR
     if assets.is_dir():
         api.mount("/static", StaticFiles(directory=assets), name="static")
@@ -412,10 +389,9 @@ def docs_page(schema: dict) -> str:
 
 def check_bind(host: str, token: str) -> None:
     """Anything but loopback needs a token: the routes answer whoever reaches them."""
-    from ragqa.app import UsageError
 
     if host not in LOOPBACK and not token:
-        raise UsageError(f"--host {host} serves other machines: set a token with --token or "
+        raise UserError(f"--host {host} serves other machines: set a token with --token or "
                          "RAGQA_SERVE_TOKEN (or bind 127.0.0.1)")
 
 

@@ -18,14 +18,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.answer import Answer, answer_question, detect_language, fill, load_prompt
-from ragqa.messages import joined, message
-from ragqa.retrieve import Filters
+from ragqa.answering.answer import Answer, answer_question, detect_language, fill, load_prompt
+from ragqa.answering.messages import joined, message
+from ragqa.retrieval.retrieve import Filters
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
-    from ragqa.llm import ChatLLM
-    from ragqa.retrieve import Retriever
+    from ragqa.models import LLM
+    from ragqa.retrieval.retrieve import Retriever
 
 # Words that point back at papers of an earlier turn. "it"/"its"/"this paper" mean one paper;
 # "them"/"they"/"these"/"those" all the papers the last answer cited.
@@ -204,7 +204,7 @@ class Condensed:
     papers: list[str] | None  # the earlier papers it refers to, to search among
 
 
-def condense(question: str, session: Session, llm: ChatLLM | None, settings: Settings,
+def condense(question: str, session: Session, llm: LLM | None, settings: Settings,
              count_tokens: Callable[[str], int]) -> Condensed:
     papers = referenced_papers(question, session)
     if not session.turns:
@@ -222,7 +222,7 @@ def condense(question: str, session: Session, llm: ChatLLM | None, settings: Set
 
 # ---------------------------------------------------------------- a turn
 
-def ask_in_session(session: Session, question: str, retriever: Retriever, llm: ChatLLM | None,
+def ask_in_session(session: Session, question: str, retriever: Retriever, llm: LLM | None,
                    on_token: Callable[[str], None] | None = None) -> tuple[Answer, Turn]:
     settings = retriever.store.settings
     condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens)
@@ -246,7 +246,7 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: C
 def transcript_markdown(session: Session, urls: dict[str, str] | None = None) -> str:
     """The session as Markdown: each turn's question, answer and its own references, each
     title linked to `urls[paper_id]` when the paper has a page."""
-    from ragqa.export import reference_link
+    from ragqa.sources.export import reference_link
 
     urls = urls or {}
     parts = [f"# ragqa chat {session.session_id}", "",

@@ -19,8 +19,8 @@ import string
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from ragqa.corpus import Paper
 from ragqa.sources.latex import latex_to_text
+from ragqa.sources.paper import Paper
 from ragqa.sources.select import split_categories
 
 _SKIPPED_TITLE_WORDS = {"a", "an", "the", "on", "of", "in", "for", "to", "and", "towards"}

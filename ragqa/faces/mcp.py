@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ragqa import __version__
+from ragqa.errors import error_message
+
 if TYPE_CHECKING:
     from ragqa.app import App
 
@@ -23,8 +26,6 @@ def build(core: App) -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from ragqa import __version__
-    from ragqa.serve import error_message
 
     server = MCPServer("ragqa", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")

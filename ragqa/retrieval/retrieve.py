@@ -14,20 +14,21 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragqa import lexical
-from ragqa.corpus import Paper, split_sentences
-from ragqa.glossary import english_words
-from ragqa.question import understand
+from ragqa.index import lexical
+from ragqa.index.store import Store, local_dir
+from ragqa.models.glossary import english_words
+from ragqa.resources import DATA_DIR
+from ragqa.retrieval.question import understand
+from ragqa.sources.paper import Paper
 from ragqa.sources.select import category_key, split_categories
-from ragqa.store import Store, local_dir
+from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
-    from ragqa.lexical import LexicalIndex
+    from ragqa.index.lexical import LexicalIndex
 
 # Weight of the dense score in the fusion, BM25's being the rest (bench/tune_fusion.py).
 DENSE_WEIGHT = 0.5
@@ -180,11 +181,11 @@ GATE_TOP = 3
 # A list topic of at most this many content words lists nothing when one of its words is used by
 # no paper (Retriever.names_unknown_subject: "protein structure design" over molecule papers).
 KEY_TERM_TOPIC_WORDS = 3
-REFERENCE_DIR = Path(__file__).parent / "data"
+REFERENCE_DIR = DATA_DIR
 # A collection of this many papers counts half, the reference half, in the list decision's
-# background (ragqa.retrieve.Retriever._list_z).
+# background (ragqa.retrieval.retrieve.Retriever._list_z).
 REFERENCE_PAPERS = 200
-# Multilingual vectors sampled for that space's background (ragqa.retrieve.Retriever).
+# Multilingual vectors sampled for that space's background (ragqa.retrieval.retrieve.Retriever).
 MULTILINGUAL_BACKGROUND = 2000
 MULTILINGUAL_CORE = 6  # first-round papers that make a foreign question's feedback, at least
 SENTENCE_TERMS = 8  # feedback words that choose a foreign question's best sentences
@@ -205,7 +206,7 @@ MULTILINGUAL_LIST_MODEL = RelevanceModel(
     weights=(-1.1363, 1.9092, 0.534, 0.1416, 0.0595, 6.7468, 0.5978, 0.3071, 3.0599),
     bias=-0.7251, threshold=0.77)
 # A Chinese question's list decision: the same signals, with BM25 and an English query vector
-# also reading the dictionaries' English words for its Chinese ones (ragqa.glossary). Fitted by
+# also reading the dictionaries' English words for its Chinese ones (models/glossary.py). Fitted by
 # `bench/multilingual/eval.py --fit` (all three slices: its BM25 weights are positive now that
 # BM25 reads the question's words). No topic gate: fitted, it kept 0.5-0.8 of the absent topics
 # silent but cut held-out recall by 0.05-0.09 on every slice.
@@ -387,7 +388,7 @@ class SearchResult:
 def topic_of(question: str) -> str:
     """'Which papers do full-duplex speech?' -> 'full-duplex speech': the frame of a "which
     papers" question says nothing about the topic and dilutes its embedding. A list question is
-    taken apart by ragqa.question (its topic, without the examples); a claim keeps its words."""
+    taken apart by question.py (its topic, without the examples); a claim keeps its words."""
     if is_list_question(question):
         return understand(question).topic
     described = described_paper(question)
@@ -410,7 +411,7 @@ class Retriever:
     many queries (the batch mode and the benchmarks do)."""
 
     def __init__(self, store: Store) -> None:
-        from ragqa.ingest import collection_lock, sync_lexical
+        from ragqa.index.ingest import collection_lock, sync_lexical
 
         self.store = store
         folder = local_dir(store.settings, store.name)
@@ -427,7 +428,7 @@ class Retriever:
                     index = lexical.open_current(folder)
         self.lexical: LexicalIndex | None = index
         self._multilingual: tuple[Store, np.ndarray | None] | None = None
-        # A Chinese question's words translated by the dictionaries (ragqa.glossary); off only
+        # A Chinese question's words translated by the dictionaries (models/glossary.py); off only
         # to measure what they bring (bench/multilingual/eval.py).
         self.dictionary = True
         # What this snapshot's searches read from Chroma again and again, kept as they are read
@@ -448,7 +449,7 @@ class Retriever:
             embedder = self.store.multilingual_embedder() if self.store.exists() else ""
             if not embedder:
                 return None
-            from ragqa.embeddings import make_multilingual_encoder
+            from ragqa.models.encoders import make_multilingual_encoder
 
             encoder = make_multilingual_encoder(self.store.settings)
             side = self.store.multilingual_store(encoder)
@@ -530,13 +531,13 @@ class Retriever:
         multi, background = side
         topic = foreign_topic(question)
         asked = [question, topic] if topic != question.strip() else [question]
-        query = multi.encoder.embed_queries(asked)  # type: ignore[attr-defined]
+        query = multi.encoder.embed_queries(asked)
         where = filters.chroma_where()
         nearest = multi.query_many(query, n * 2, where)
         # BM25 reads the question's Latin-script words and the dictionary's English for the rest
         latin = " ".join(filter(None, (latin_words(question), glossed)))
         # ... and the English embedder reads them too, as one more query vector
-        english = self.store.encoder.embed([latin]) if glossed else None
+        english = self.store.encoder.embed_queries([latin]) if glossed else None
         english_nearest = self.store.query_many(english, n * 2, where) if glossed else []
         query_terms = self.lexical.query_terms(latin, extend=True) if latin else []
         bm25 = np.zeros(self.lexical.size, dtype=np.float32)
@@ -626,7 +627,7 @@ class Retriever:
             considered = len(hits)
             hits = self.decide_list(query, hits, rule, word_rules) if cut else rule.rank(hits)
         else:
-            vector = self.store.encoder.embed([topic_of(query)])[0]
+            vector = self.store.encoder.embed_queries([topic_of(query)])[0]
             words = described_paper(query) or query
             query_terms = self.lexical.query_terms(words)
             hits = self._fuse(self._dense(vector, n, filters),
@@ -683,7 +684,7 @@ class Retriever:
                          allowed: np.ndarray | None) -> tuple[list[Hit], list[str]]:
         """The candidates of a "which papers" question with the RelevanceModel's signals.
 
-        The question is taken apart (ragqa.question): the topic and each of its examples are
+        The question is taken apart (question.py): the topic and each of its examples are
         searched as sub-queries, BM25 reads the content words. Users describe a topic in their
         own words, which the papers rarely share, so a second round searches again from the
         first round's best papers (pseudo-relevance feedback): their centre in the embedding
@@ -692,7 +693,7 @@ class Retriever:
         against a background (`_list_z`), so that the signals mean the same for any question."""
         assert self.lexical is not None
         understood = understand(query)
-        queries = self.store.encoder.embed(list(understood.subqueries))
+        queries = self.store.encoder.embed_queries(list(understood.subqueries))
         query_terms = self.lexical.query_terms(understood.lexical, extend=True)
         where = filters.chroma_where()
         nearest = self.store.query_many(queries, n * 2, where)

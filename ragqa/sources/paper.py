@@ -1,0 +1,229 @@
+"""The `Paper` record every layer passes around, and what every reader derives from a source's
+text the same way: ids from text, links, titles derived from an abstract, a venue from a header.
+`CorpusError` is bad input located at a file and line."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from ragqa.sources.latex import to_text
+from ragqa.text import split_sentences
+
+MetaValue = str | int | float | bool
+
+@dataclass(frozen=True)
+class Paper:
+    paper_id: str
+    title: str
+    text: str
+    source: str  # file name + 1-based position, e.g. "000_5a03819fc22e34a3.txt#4"
+    authors: str = ""
+    venue: str = ""
+    year: int | None = None
+    url: str = ""
+    title_derived: bool = False
+    line: int = 0  # where the record starts in its file, for messages
+    extra: dict[str, MetaValue] = field(default_factory=dict)
+    # The file's resolved path: which file a paper came from, where `source` only names it
+    # (two folders may each hold a "corpus.jsonl.gz"). Internal: not in the JSON output.
+    source_path: str = ""
+
+    @functools.cached_property  # asked once per chunk: recomputed, a 10 MB paper was quadratic
+    def content_hash(self) -> str:
+        """Changes whenever what is embedded or shown changes; not when the paper only moves."""
+        payload = json.dumps(
+            [self.title, self.text, self.authors, self.venue, self.year, self.url,
+             sorted(self.extra.items())],
+            ensure_ascii=False, default=str,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def code_urls(self) -> list[str]:
+        raw = self.extra.get("code_urls", "")
+        return [u for u in str(raw).split() if u]
+
+
+# ---------------------------------------------------------------- ids and text normalisation
+
+def normalise_text(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
+
+
+def text_id(text: str) -> str:
+    """The id of a record that has none of its own: same abstract, same id.
+
+    Hashed from the text as the source wrote it (before LaTeX and Markdown become text): the ids
+    of collections built before the converter, of saved chats and of the judged sets
+    (bench/lists/seeds.qrels.tsv, tests/fixtures/seed_lists.json) stay valid; only the stored
+    text of a paper with marks changes, and its content hash re-embeds it once, in place."""
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()[:16]
+
+
+_URL = re.compile(r"https?://[^\s<>()\[\]{}\"']+")
+
+
+def extract_urls(text: str) -> list[str]:
+    # Trailing punctuation and Markdown emphasis (`_https://x/CPO_.`) are not part of a link.
+    return [u.rstrip(".,;:!?*_`'\"”’。，；") for u in _URL.findall(text)]
+
+
+# ---------------------------------------------------------------- derived titles
+
+def strip_marks(text: str) -> str:
+    """Markdown emphasis and LaTeX removed: `**DVPD**`, `$\\textbf{EGG}$`, `$2.13\\times$` read
+    "DVPD", "EGG", "2.13×" (one converter for every format: `ragqa.sources.latex`)."""
+    return to_text(text)
+
+
+_INTRO = re.compile(
+    r"\b(?:we|this (?:paper|work)|here we)\s+(?:\w+\s+){0,2}?"
+    r"(?:introduce|present|propose|develop|release|build|design|construct|call|name)s?\b\s*"
+    r"(?:a new |a novel |the novel )?",
+    re.IGNORECASE,
+)
+_NAMED = re.compile(r"\b(?:called|named|dubbed|termed|coined)\s+", re.IGNORECASE)
+# A derived title's length, and the words a contribution or subject phrase may have.
+TITLE_CHARS = 80
+_PHRASE_WORDS = 9
+# Where the noun phrase of "we propose a … " ends.
+_CLAUSE_END = re.compile(r"[,;:.(]|\s(?:that|which|whose|where|to|by|using|via|together|and "
+                         r"(?:a|an|the|show|demonstrate|evaluate|prove)|as a|in order)\s",
+                         re.IGNORECASE)
+_ARTICLE = re.compile(r"^(?:a|an|the|our|two|three|new|novel)\s+(?:new\s+|novel\s+)?",
+                      re.IGNORECASE)
+# The verb of an abstract's first sentence, where its subject ends.
+_FIRST_VERB = re.compile(
+    r"\s(?:is|are|was|were|has|have|had|can|could|may|might|must|will|would|remains?|"
+    r"shows?|enables?|requires?|relies|rely|struggles?|suffers?|achieves?|provides?|"
+    r"allows?|offers?|plays?|poses?|faces?|depends?|often|typically|commonly|increasingly|"
+    r"usually)\b", re.IGNORECASE)
+# Bounded and without nested quantifiers: a long unclosed "(" must not backtrack for minutes.
+_ACRONYM_CANDIDATE = re.compile(r"\(([^()\s]{2,40}(?: [A-Z][\w-]{0,40})?)\)")
+_NAME_TOKEN = re.compile(r"^[^\s,;:()]+")
+# Titles come from an abstract's start. Scanning all of a 10 MB "abstract" took minutes: every
+# unnamed "we propose" re-read the text after it (quadratic).
+_TITLE_SCAN = 20_000
+
+
+def _find_acronym(text: str) -> str | None:
+    """The first "(XYZ)" in text that reads as a name: two capitals or a capital and a digit."""
+    for match in _ACRONYM_CANDIDATE.finditer(text):
+        inner = match.group(1)
+        if sum(ch.isupper() for ch in inner) >= 2 or (
+                any(ch.isupper() for ch in inner) and any(ch.isdigit() for ch in inner)):
+            return inner
+    return None
+
+
+def _looks_like_name(token: str, followed_by: str) -> bool:
+    core = token.strip(".-")
+    if len(core) < 2 or not any(ch.isalpha() for ch in core):
+        return False
+    if any(ch.isupper() for ch in core[1:]) or any(ch.isdigit() for ch in core):
+        return True
+    if not core.isascii() and "-" in core:  # e.g. τ-Voice
+        return True
+    # A single capitalised word directly followed by "," or "(" after "we introduce".
+    return core[0].isupper() and followed_by[:1] in (",", "(")
+
+
+def _name_after(phrase: str) -> str | None:
+    phrase = phrase.lstrip()
+    clause = re.split(r",|;|\.\s| which | that | to | for |: ", phrase, maxsplit=1)[0]
+    acronym = _find_acronym(clause)
+    if acronym:
+        return acronym
+    token = _NAME_TOKEN.match(phrase)
+    if token and _looks_like_name(token.group(0), phrase[token.end():]):
+        return token.group(0).rstrip(".")
+    # "a unified framework: adaptive ... gradients (A2SG)": the name follows a colon.
+    head = re.split(r"\.\s", phrase, maxsplit=1)[0][:200]
+    if ":" in head:
+        acronym = _find_acronym(head.split(":", 1)[1].split(",")[0])
+        if acronym:
+            return acronym
+    return None
+
+
+def derive_title(text: str, max_words: int = 10) -> str:
+    """A short human title for an abstract that has none: the system it names ("We introduce
+    τ-Voice, …"), else its contribution ("We propose a goal-oriented clarification framework
+    that …" → "Goal-oriented clarification framework"), else the subject of its first sentence
+    ("Predictive coding (PC) is …" → "Predictive coding (PC)"), else its first words. Never a
+    whole long sentence: at most `max_words` words and TITLE_CHARS characters."""
+    plain = strip_marks(text[:_TITLE_SCAN])
+    for pattern in (_INTRO, _NAMED):
+        for match in pattern.finditer(plain):
+            name = _name_after(plain[match.end():])
+            if name:
+                return name
+    first_sentence = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0].rstrip(".")
+    phrase = _contribution(plain) or _subject(first_sentence)
+    if phrase:
+        return phrase
+    words = first_sentence.split() or plain.split() or ["Untitled"]
+    if len(words) <= max_words and len(first_sentence) <= TITLE_CHARS:
+        return " ".join(words)
+    return _shorten(" ".join(words[:max_words])) + "…"
+
+
+def contribution_sentence(text: str) -> str | None:
+    """The sentence that states what the abstract contributes ("We propose …", "This work
+    introduces …"), or None."""
+    return next((s for s in split_sentences(text) if _INTRO.search(s)), None)
+
+
+def _contribution(plain: str) -> str | None:
+    """The noun phrase after the first "we propose / this work introduces …", if it reads as
+    one: "a low-overhead compatibility certificate for learned operator pairs, …" →
+    "Low-overhead compatibility certificate for learned operator pairs"."""
+    match = _INTRO.search(plain)
+    if not match:
+        return None
+    phrase = _CLAUSE_END.split(plain[match.end():].lstrip(), maxsplit=1)[0]
+    phrase = _ARTICLE.sub("", phrase).strip(" :-")
+    words = phrase.split()
+    if not 2 <= len(words) <= _PHRASE_WORDS or not words[0][:1].isalpha():
+        return None
+    return _shorten(phrase[:1].upper() + phrase[1:])
+
+
+def _subject(sentence: str) -> str | None:
+    """What the first sentence is about: the words before its verb ("Reinforcement
+    fine-tuning (RFT) has shown promise …" → "Reinforcement fine-tuning (RFT)")."""
+    head = _FIRST_VERB.split(sentence, maxsplit=1)
+    if len(head) < 2:
+        return None
+    words = head[0].split()
+    if not 2 <= len(words) <= _PHRASE_WORDS or re.search(r"\b(?:we|our|this|these)\b",
+                                                          head[0], re.IGNORECASE):
+        return None
+    return _shorten(head[0].strip(" ,;:"))
+
+
+def _shorten(title: str) -> str:
+    """At most TITLE_CHARS characters, cut at a word."""
+    if len(title) <= TITLE_CHARS:
+        return title
+    return title[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",;:")
+
+
+
+# ---------------------------------------------------------------- venues
+
+# "ICML 2026 Papers", "NeurIPS 2025 Accepted Papers", "ACL 2024 论文", "ICLR 2026 (oral)",
+# "Accepted papers at EMNLP 2023", "NeurIPS'25"
+_HEADER_VENUE = re.compile(r"([A-Za-z][A-Za-z&\-]*)\s*(?:'?(\d{4})|'(\d{2}))(?!\d)")
+
+def venue_from_header(header: str) -> tuple[str, int | None]:
+    match = _HEADER_VENUE.search(header)
+    if not match:
+        return header.strip(), None
+    return match.group(1), int(match.group(2) or f"20{match.group(3)}")
+
