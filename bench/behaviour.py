@@ -4,14 +4,16 @@ shown to change nothing: run it before and after, then compare the two folders.
     python bench/behaviour.py --out /tmp/before            # on the old code
     python bench/behaviour.py --out /tmp/after             # on the new code
     diff -r /tmp/before /tmp/after && echo identical
+    python bench/behaviour.py --compare /tmp/before /tmp/after   # blanks what varies, then diffs
 
 `PYTHONPATH=CHECKOUT` records another checkout's code (e.g. a `git worktree` of the old commit).
 
 Each file is the `--json` output of one command (`search`, `search --no-cut`, `ask --llm none`,
 `summarize`, `chat` with the seeds' reading-set conversations piped in), with the fields that
-differ from run to run by design (a chat's session id) blanked. The questions are the seeds'
-list questions, fact questions and near misses (bench/lists, bench/reading). Each run gets a fresh
-RAGQA_HOME (the seeds fill it on the first question) and no `.env`.
+differ from run to run by design (a chat's session id, timings in milliseconds) blanked. The
+questions are the seeds' list questions, fact questions, near misses and two Chinese questions
+(bench/lists, bench/reading). Each run gets a fresh RAGQA_HOME (the seeds fill it on the first
+question) and no `.env`.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-VARYING = {"session_id"}  # differs between runs by design
+VARYING = {"session_id"}  # differs between runs by design, as timings ("*_ms") do
 
 
 def blank_varying(value):
     if isinstance(value, dict):
-        return {k: ("*" if k in VARYING else blank_varying(v)) for k, v in value.items()}
+        return {k: ("*" if k in VARYING or k.endswith("_ms") else blank_varying(v))
+                for k, v in value.items()}
     if isinstance(value, list):
         return [blank_varying(v) for v in value]
     return value
@@ -63,10 +66,29 @@ def record(out: Path, env: dict, name: str, *args: str, stdin: str | None = None
                                       encoding="utf-8")
 
 
+def compare(before: Path, after: Path) -> int:
+    names = sorted({p.name for p in before.glob("*.json")} | {p.name for p in after.glob("*.json")})
+    differ = []
+    for name in names:
+        old, new = (folder / name for folder in (before, after))
+        if not (old.is_file() and new.is_file()) or blank_varying(json.loads(old.read_text(
+                encoding="utf-8"))) != blank_varying(json.loads(new.read_text(encoding="utf-8"))):
+            differ.append(name)
+    print(f"{len(names) - len(differ)} of {len(names)} outputs identical"
+          + (f"; different: {', '.join(differ)}" if differ else ""))
+    return 1 if differ else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="compare two recordings (made by any version of this script)")
     args = parser.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    if args.out is None:
+        parser.error("give --out DIR or --compare BEFORE AFTER")
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ragqa-behaviour-") as home:
         env = {**os.environ, "RAGQA_HOME": home, "RAGQA_ENV_FILE": "/nonexistent",

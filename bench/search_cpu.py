@@ -28,15 +28,17 @@ import sys
 import time
 from pathlib import Path
 
+from ragqa.requests import AskRequest, PapersRequest, SearchRequest
+
 
 def spread_titles(app, n: int) -> list[str]:
     """The titles of n papers spread evenly over the collection (one conference's, then the
     next's: the whole range of topics, not the first file's)."""
-    total = app.papers(0, 1)["total"]
+    total = app.papers(PapersRequest(0, 1))["total"]
     step = max(1, total // max(n, 1))
     titles: list[str] = []
     for offset in range(0, total, 500):
-        page = app.papers(offset, 500)["papers"]
+        page = app.papers(PapersRequest(offset, 500))["papers"]
         titles += [p["title"] for i, p in enumerate(page, start=offset)
                    if i % step == 0 and p["title"]]
     return list(dict.fromkeys(titles))
@@ -72,10 +74,10 @@ def main() -> None:
         sys.exit(f"search_cpu: the collection has {len(titles)} titles; ask for fewer queries")
     if args.route == "search":
         def run(title: str) -> dict:
-            return app.search(title)
+            return app.search(SearchRequest(title))
     else:
         def run(title: str) -> dict:
-            return app.ask(f"Which papers study {title}?", llm="none")
+            return app.ask(AskRequest(f"Which papers study {title}?", llm="none"))
     for title in titles[-5:]:  # warm-up: first-call costs are not a request's
         run(title)
     batches = [titles[i * args.queries:(i + 1) * args.queries] for i in range(rounds)]

@@ -1,11 +1,11 @@
-"""The composition root: Settings -> Store, encoder, Retriever and LLM, and the operations every
-face calls (the CLI, `ragqa serve`, `ragqa mcp`), each returning the `--json` object of its
-command (README, "JSON output").
+"""The composition root and the operations: Settings -> Store, encoder, Retriever and LLM, and
+one function per operation (search, ask, a chat turn, summarize, papers, show), each taking its
+request type (ragqa/requests.py) and returning what its `--json` output renders (docs/json.md).
 
-Two ways in. The CLI opens a collection for one command (`open_for_query`, `llm_for`) and calls
-the module functions below. A long-running face builds one `App`, which keeps the embedder, the
-Chroma client and the BM25 snapshot warm across requests and picks up the snapshot a later
-ingest writes.
+Two ways in, one set of operations. The CLI opens a collection for one command
+(`open_for_query`, `llm_for`) and calls the module functions below. A long-running face (`ragqa
+serve`, `ragqa mcp`) builds one `App`, which keeps the embedder, the Chroma client and the BM25
+snapshot warm across requests and calls the same functions.
 
 Heavy libraries (chromadb, llama-index, onnxruntime) are imported inside functions: the CLI
 imports this module for `ragqa --help`.
@@ -16,32 +16,69 @@ from __future__ import annotations
 import copy
 import sys
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragqa import __version__
-from ragqa.errors import NotFound, UserError
+from ragqa.answering import summarize as summaries
+from ragqa.answering.answer import Answer, answer_question, detect_language
+from ragqa.answering.chat import (
+    Session,
+    Turn,
+    ask_in_session,
+    load_session,
+    new_session,
+    save_session,
+)
+from ragqa.answering.chat import list_sessions as chat_sessions
+from ragqa.config import LLM_CHOICES, Settings, load_settings
+from ragqa.errors import NotFound, StoreError, UserError
+from ragqa.index import lexical
+from ragqa.index.ingest import (
+    PHASES,
+    REBUILD_SUFFIX,
+    IngestReport,
+    finish_interrupted_rebuild,
+    ingest_paths,
+    ingest_sources,
+)
+from ragqa.index.store import (
+    MULTILINGUAL_SUFFIX,
+    Store,
+    describe_chroma_error,
+    local_dir,
+    open_client,
+    validate_collection_name,
+)
+from ragqa.models import LLM, Encoder
+from ragqa.models.encoders import make_encoder, make_multilingual_encoder
+from ragqa.models.llm import make_llm
+from ragqa.requests import (
+    AskRequest,
+    ChatRequest,
+    IngestRequest,
+    PapersRequest,
+    SearchRequest,
+    ShowRequest,
+    SummarizeRequest,
+)
+from ragqa.resources import seed_files
+from ragqa.retrieval.retrieve import Filters, Retriever, SearchResult
+from ragqa.sources import read_sources
+from ragqa.sources.paper import Paper
+from ragqa.sources.select import Selection
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from concurrent.futures import Future
-
-    from ragqa.answering.chat import Session, Turn
-    from ragqa.config import Settings
-    from ragqa.index.store import Store
-    from ragqa.models import Encoder
-    from ragqa.retrieval.retrieve import Filters, Retriever, SearchResult
-    from ragqa.sources.paper import Paper
-
-LLM_CHOICES = ("auto", "openai", "none")
+    from ragqa.answering.summarize import Summary
 
 
 # ---------------------------------------------------------------- opening a collection
 
 def settings_for(collection: str | None) -> tuple[Settings, str]:
-    from ragqa.config import load_settings
-    from ragqa.index.store import validate_collection_name
-
     settings = load_settings()
     name = collection or settings.collection
     try:
@@ -55,10 +92,6 @@ def start_loading_encoder(settings: Settings) -> Future[Encoder]:
     """The embedder, loading on a thread of its own (~0.5 s, mostly in onnxruntime's C++):
     the caller reads its sources or imports chromadb meanwhile. Its errors come with
     `.result()`."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ragqa.models.encoders import make_encoder
-
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragqa-model-load")
     loading = pool.submit(make_encoder, settings)
     pool.shutdown(wait=False)
@@ -69,8 +102,6 @@ def multilingual_encoder(settings: Settings, wanted: bool):
     """The multilingual encoder when wanted (it loads its model on first use), else None."""
     if not wanted:
         return None
-    from ragqa.models.encoders import make_multilingual_encoder
-
     return make_multilingual_encoder(settings)
 
 
@@ -83,7 +114,6 @@ def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = 
     import chromadb  # noqa: F401 - the slow import, meanwhile
 
     encoder = loading.result()
-    from ragqa.index.store import Store
 
     return Store(settings, name, encoder)
 
@@ -93,7 +123,6 @@ def is_foreign(question: str | None) -> bool:
     ragqa.answering.answer: only made for a question that is not plain ASCII)."""
     if not question or question.isascii():
         return False
-    from ragqa.answering.answer import detect_language
 
     return detect_language(question) != "English"
 
@@ -106,10 +135,6 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
     """The retriever of a collection; a collection never filled gets the bundled seeds first,
     with multilingual vectors when the question that fills it is in another language (29
     papers: seconds; an English first question pays nothing for them)."""
-    from ragqa.index.ingest import finish_interrupted_rebuild, ingest_paths
-    from ragqa.resources import seed_files
-    from ragqa.retrieval.retrieve import Retriever
-
     store = store or open_store(settings, name)
     finish_interrupted_rebuild(store)
     if not store.exists() or store.count() == 0:
@@ -133,9 +158,6 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
 
 def holds_only_the_seeds(retriever: Retriever) -> bool:
     """Whether a collection holds the bundled seeds and nothing else."""
-    from ragqa.resources import seed_files
-    from ragqa.sources import read_sources
-
     lexical = retriever.lexical
     if lexical is None or not 0 < lexical.size <= SEED_PAPERS:
         return False
@@ -144,13 +166,53 @@ def holds_only_the_seeds(retriever: Retriever) -> bool:
 
 
 def llm_for(settings: Settings, choice: str | None):
-    from ragqa.models.llm import make_llm
-
     if choice not in (None, *LLM_CHOICES):
         raise UserError(f"--llm must be auto, openai or none, not {choice!r}")
     if choice and choice != "auto":
         settings = settings.with_overrides(llm=choice)
     return make_llm(settings)
+
+
+# ---------------------------------------------------------------- ingest
+
+def selection_of(request: IngestRequest) -> Selection | None:
+    """The request's --where/--limit as a Selection (None: every record)."""
+    try:
+        selection = Selection.parse(list(request.where), request.limit)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if selection and request.prune:
+        raise UserError("--prune deletes what the files no longer hold; with --where or "
+                        "--limit it would delete the rest of each file: use one or the other")
+    return selection
+
+
+def ingest(settings: Settings, name: str, request: IngestRequest,
+           reading: Callable[[], AbstractContextManager[Callable[[str], None]]],
+           make_progress: Callable[[], Any], on_started: Callable[[], None] = lambda: None
+           ) -> IngestReport:
+    """`ragqa ingest`: read every source (all of them parse before anything is written), then
+    add, replace and (with prune) remove papers. `reading()` shows the reading phase's
+    progress; `make_progress()` the embedding's; `on_started()` marks the end of start-up."""
+    sources = [Path(p) for p in request.paths] + (seed_files() if request.seeds else [])
+    selection = selection_of(request)
+    # The model loads while the sources are read; the store opens (and writes) only once
+    # they have all parsed.
+    loading = start_loading_encoder(settings)
+    with PHASES.phase("reading"), reading() as show:
+        read = read_sources(sources, skip_bad=request.skip_bad, selection=selection,
+                            on_progress=lambda n, kept: show(
+                                f"Reading: {n:,} records read, {kept:,} kept")
+                            ) if sources else None
+    with PHASES.phase("opening the store"):
+        store = open_store(settings, name, loading)
+    on_started()
+    # The bundled seeds get multilingual vectors unasked: 29 papers, seconds, and their
+    # users ask in Chinese too (one seed file is headed "ICML 2026 论文列表").
+    wanted = request.multilingual or (request.seeds and not request.paths)
+    return ingest_sources(store, read, prune=request.prune, rebuild=request.rebuild,
+                          progress=make_progress(),
+                          multilingual=multilingual_encoder(settings, wanted))
 
 
 # ---------------------------------------------------------------- operations and their JSON
@@ -175,14 +237,79 @@ def search_json(result: SearchResult, collection: str) -> dict:
     }
 
 
-def search(retriever: Retriever, question: str, k: int | None = None, cut: bool = True,
-           filters: Filters | None = None) -> SearchResult:
+def filters_of(request: SearchRequest | AskRequest | SummarizeRequest) -> Filters:
+    return Filters(venue=request.venue, year=request.year, category=request.category)
+
+
+def search(retriever: Retriever, request: SearchRequest, sentences: bool = True
+           ) -> SearchResult:
     """`ragqa search`: every relevant paper (or the top k), or the top k (10) without the cut.
     A question in another language is searched with the multilingual vectors."""
-    if is_foreign(question):
-        return retriever.search_foreign(question, k=k or (None if cut else 10),
-                                        filters=filters, cut=cut)
-    return retriever.search(question, k=k or (None if cut else 10), filters=filters, cut=cut)
+    k = request.k or (None if request.cut else 10)
+    if is_foreign(request.question):
+        return retriever.search_foreign(request.question, k=k, filters=filters_of(request),
+                                        cut=request.cut)
+    return retriever.search(request.question, k=k, filters=filters_of(request),
+                            cut=request.cut, sentences=sentences)
+
+
+def ask(retriever: Retriever, request: AskRequest, llm: LLM | None,
+        on_token: Callable[[str], None] | None = None) -> Answer:
+    """`ragqa ask`: a cited answer, written by `llm` (streamed to `on_token`) or extractive."""
+    return answer_question(retriever, request.question, llm=llm,
+                           on_token=on_token if llm else None, k=request.k,
+                           filters=filters_of(request))
+
+
+def summarize(retriever: Retriever, request: SummarizeRequest, llm: LLM | None,
+              on_progress: Callable[[str], None] | None = None) -> Summary:
+    """`ragqa summarize`: themes, a paragraph each, references (of a topic, or of the whole
+    collection with `all`)."""
+    return summaries.summarize(retriever, request.topic, llm=llm,
+                               max_papers=request.max_papers, on_progress=on_progress,
+                               filters=filters_of(request))
+
+
+def summary_json(summary: Summary) -> dict:
+    return summaries.as_json(summary)
+
+
+def summary_markdown(summary: Summary) -> str:
+    """The summary as the Markdown `summarize --out` writes."""
+    return summaries.to_markdown(summary)
+
+
+def chat_turn(session: Session, request: ChatRequest, retriever: Retriever, llm: LLM | None,
+              on_token: Callable[[str], None] | None = None) -> tuple[Answer, Turn]:
+    """One turn of `session` (a follow-up is condensed with the turns before it), added to
+    it; the caller saves the session."""
+    return ask_in_session(session, request.message, retriever, llm,
+                          on_token=on_token if llm else None)
+
+
+def open_session(settings: Settings, collection: str, resume: bool,
+                 session_id: str | None) -> Session:
+    """A new chat session on `collection`, or a saved one (`session_id`, or the latest, which
+    the CLI also finds by a unique start of its id)."""
+    if not resume:
+        return new_session(collection)
+    try:
+        return load_session(settings, session_id)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def list_sessions(settings: Settings) -> list[dict]:
+    return chat_sessions(settings)
+
+
+def papers_page(retriever: Retriever, request: PapersRequest) -> tuple[int, list[Paper]]:
+    """The collection's size and the papers of one page (all from `offset` without a limit)."""
+    index = retriever.lexical
+    if index is None:
+        return 0, []
+    limit = request.limit if request.limit is not None else max(index.size - request.offset, 0)
+    return index.size, index.papers_page(request.offset, limit)
 
 
 def paper_json(paper: Paper) -> dict:
@@ -201,8 +328,9 @@ def papers_json(papers: list[Paper], collection: str) -> dict:
             "papers": [paper_json(p) for p in papers]}
 
 
-def find_paper(retriever: Retriever, collection: str, paper_id: str) -> Paper:
-    """A paper by id or by a unique start of its id."""
+def find_paper(retriever: Retriever, collection: str, request: ShowRequest) -> Paper:
+    """`ragqa show`: a paper by id or by a unique start of its id (the CLI's convenience)."""
+    paper_id = request.paper_id
     index = retriever.lexical
     paper = index.paper(paper_id) if index else None
     if paper is None and index:
@@ -223,10 +351,6 @@ def turn_json(session: Session, turn: Turn) -> dict:
 
 def collections_json(settings: Settings) -> list[dict]:
     """The ragqa collections of the store, by name."""
-    from ragqa.errors import StoreError
-    from ragqa.index.ingest import REBUILD_SUFFIX
-    from ragqa.index.store import MULTILINGUAL_SUFFIX, describe_chroma_error, open_client
-
     try:
         names = [str(getattr(c, "name", c)) for c in open_client(settings).list_collections()]
     except Exception as exc:  # noqa: BLE001 - a store that cannot list is a store error
@@ -242,7 +366,6 @@ class App:
     the Chroma client and the BM25 snapshot load once. Each request asks `retriever()`, which
     switches to a snapshot written by an ingest since (reading the snapshot's CURRENT file is
     the only per-request cost); requests already running finish on the old one."""
-
     def __init__(self, settings: Settings, name: str, encoder: Any = None) -> None:
         serve_one_thread_per_request()
         if not settings.embed_threads:  # RAGQA_EMBED_THREADS, when set, still decides
@@ -266,9 +389,6 @@ class App:
     # ------------------------------------------------------------ the warm parts
 
     def _current_snapshot(self) -> str | None:
-        from ragqa.index import lexical
-        from ragqa.index.store import local_dir
-
         state = lexical.read_current(local_dir(self.settings, self.name))
         return state.get("dir") if state else None
 
@@ -279,7 +399,6 @@ class App:
             return retriever
         with self._lock:
             if self._retriever is None:
-                from ragqa.index.store import Store
 
                 store = Store(self.settings, self.name, self._encoder) if self._encoder else None
                 self._retriever = open_for_query(self.settings, self.name, quiet=True,
@@ -287,8 +406,6 @@ class App:
             elif snapshot != self._snapshot:
                 # An ingest (another process) wrote a new snapshot: embedded Chroma does not see
                 # that process's writes until the client is opened again (Store.reopen).
-                from ragqa.index.store import Store
-                from ragqa.retrieval.retrieve import Retriever
 
                 store = Store(self.settings, self.name, self._retriever.store.encoder)
                 store.reopen()
@@ -330,95 +447,58 @@ class App:
                 "papers": retriever.total_papers, "mode": "llm" if model else "extractive",
                 "llm_model": model.model if model else None}
 
-    def search(self, question: str, k: int | None = None, cut: bool = True,
-               venue: str | None = None, year: int | None = None) -> dict:
-        from ragqa.retrieval.retrieve import Filters
+    def search(self, request: SearchRequest) -> dict:
+        return search_json(search(self.retriever(), request), self.name)
 
-        question = require_question(question)
-        result = search(self.retriever(), question, k, cut, Filters(venue=venue, year=year))
-        return search_json(result, self.name)
+    def ask(self, request: AskRequest, on_token: Callable[[str], None] | None = None) -> dict:
+        return ask(self.retriever(), request, self.llm(request.llm), on_token).as_json()
 
-    def ask(self, question: str, llm: str | None = None, k: int | None = None,
-            venue: str | None = None, year: int | None = None,
-            on_token: Callable[[str], None] | None = None) -> dict:
-        from ragqa.answering.answer import answer_question
-        from ragqa.retrieval.retrieve import Filters
-
-        question = require_question(question)
-        model = self.llm(llm)
-        answer = answer_question(self.retriever(), question, llm=model,
-                                 on_token=on_token if model else None, k=k,
-                                 filters=Filters(venue=venue, year=year))
-        return answer.as_json()
-
-    def chat(self, message: str, session_id: str | None = None, llm: str | None = None,
-             on_token: Callable[[str], None] | None = None) -> dict:
+    def chat(self, request: ChatRequest, on_token: Callable[[str], None] | None = None) -> dict:
         """One turn of a saved conversation (`ragqa chat`'s sessions: `ragqa chat --resume ID`
         continues it). A new session when `session_id` is None."""
-        from ragqa.answering.chat import ask_in_session, load_session, new_session, save_session
-
-        message = require_question(message)
-        model = self.llm(llm)
-        if session_id is None:
+        model = self.llm(request.llm)
+        if request.session_id is None:
             session = new_session(self.name)
         else:
             try:
-                session = load_session(self.settings, session_id)
+                session = load_session(self.settings, request.session_id)
             except ValueError as exc:
                 raise NotFound(str(exc)) from None
             if session.collection != self.name:
                 raise UserError(f"session {session.session_id} is about collection "
-                                 f"{session.collection!r}; this server answers from {self.name!r}")
+                                f"{session.collection!r}; this server answers from {self.name!r}")
         with self._session_lock(session.session_id):
-            if session_id is not None:  # what another request may have added meanwhile
+            if request.session_id is not None:  # what another request may have added meanwhile
                 session = load_session(self.settings, session.session_id)
-            _, turn = ask_in_session(session, message, self.retriever(), model,
-                                     on_token=on_token if model else None)
+            _, turn = chat_turn(session, request, self.retriever(), model, on_token)
             save_session(self.settings, session)
         return turn_json(session, turn)
 
-    def chat_history(self, history: list[tuple[str, str, list[dict]]], message: str,
-                     llm: str | None = None,
+    def chat_history(self, history: list[tuple[str, str, list[dict]]], request: ChatRequest,
                      on_token: Callable[[str], None] | None = None) -> dict:
         """A turn after an earlier conversation that the client holds (OpenAI-style messages:
         (question, answer text, the papers it cited as {"n", "paper_id", "title", "source"}),
         condensed as `ragqa chat` condenses a follow-up. Nothing is saved."""
-        from ragqa.answering.chat import Turn, ask_in_session, new_session
-
-        message = require_question(message)
-        model = self.llm(llm)
         session = new_session(self.name)
         for question, answer, cited in history:
             session.turns.append(Turn(question, question, {"answer": answer, "citations": cited},
                                       [c["paper_id"] for c in cited]))
-        _, turn = ask_in_session(session, message, self.retriever(), model,
-                                 on_token=on_token if model else None)
+        _, turn = chat_turn(session, request, self.retriever(), self.llm(request.llm), on_token)
         return turn_json(session, turn) | {"session_id": None}
 
-    def summarize(self, topic: str | None = None, all_: bool = False,
-                  max_papers: int | None = None, llm: str | None = None) -> tuple[dict, str]:
+    def summarize(self, request: SummarizeRequest) -> tuple[dict, str]:
         """The `summarize --json` object and the Markdown `--out` writes."""
-        from ragqa.answering import summarize as summaries
-        from ragqa.text import clean_question
+        summary = summarize(self.retriever(), request, self.llm(request.llm))
+        return summary_json(summary), summary_markdown(summary)
 
-        topic = clean_question(topic or "")
-        if bool(topic) == all_:
-            raise UserError("give a topic or all (one of them)")
-        if max_papers is not None and max_papers < 2:
-            raise UserError("max_papers must be at least 2")
-        summary = summaries.summarize(self.retriever(), None if all_ else topic,
-                                      llm=self.llm(llm), max_papers=max_papers)
-        return summaries.as_json(summary), summaries.to_markdown(summary)
-
-    def papers(self, offset: int = 0, limit: int = 50) -> dict:
+    def papers(self, request: PapersRequest) -> dict:
         """A page of `papers --json`'s list (read page by page: a collection may hold 40,000)."""
-        index = self.retriever().lexical
-        items = index.papers_page(offset, limit) if index else []
-        return {"total": index.size if index else 0, "offset": offset, "limit": limit,
+        total, items = papers_page(self.retriever(), request)
+        return {"total": total, "offset": request.offset, "limit": request.limit,
                 "papers": [paper_json(p) for p in items]}
 
-    def show(self, paper_id: str) -> dict:
-        return paper_json(find_paper(self.retriever(), self.name, paper_id))
+    def show(self, request: ShowRequest) -> dict:
+        return paper_json(find_paper(self.retriever(), self.name, request))
 
     def collections(self) -> list[dict]:
         return collections_json(self.settings)
@@ -437,12 +517,3 @@ def serve_one_thread_per_request() -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
-
-
-def require_question(text: str) -> str:
-    from ragqa.text import clean_question
-
-    question = clean_question(text or "")
-    if not question:
-        raise UserError("the question is empty")
-    return question

@@ -20,7 +20,7 @@ LAYERS = [
     ("retrieval", ("ragqa.retrieval",)),
     ("screening", ("ragqa.screening",)),
     ("answering", ("ragqa.answering",)),
-    ("app", ("ragqa.app", "ragqa.evaluate")),
+    ("app", ("ragqa.app", "ragqa.requests", "ragqa.evaluate")),
     ("faces", ("ragqa.faces", "ragqa.__main__")),
 ]
 

@@ -16,7 +16,7 @@ from .serve_helpers import RagqaServer, comparable, server_env
 pytestmark = pytest.mark.server
 
 TOKEN = "mcp-token-canary-5c2e8a"
-TOOLS = {"search_papers", "ask", "get_paper", "summarize", "list_collections"}
+TOOLS = {"search_papers", "ask", "get_paper", "list_papers", "summarize", "list_collections"}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,9 @@ async def _session(client, home) -> dict:
                                        "venue": "ICML"}),
         "ask": ("ask", {"question": "How many tasks does τ-Voice evaluate?"}),
         "summary": ("summarize", {"topic": "speech"}),
+        "summary_all": ("summarize", {"all": True, "max_papers": 10}),
+        "page": ("list_papers", {"offset": 3, "limit": 2}),
+        "bad_k": ("search_papers", {"query": "speech", "k": 0}),
         "collections": ("list_collections", {}),
         "missing": ("get_paper", {"paper_id": "nosuchpaper"}),
         "empty": ("ask", {"question": "   "}),
@@ -59,9 +62,16 @@ def _check(result: dict, home) -> None:
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert "Returns" in tool.description
-    assert set(tools["search_papers"].input_schema["properties"]) == {"query", "k", "venue",
-                                                                     "year"}
+    assert set(tools["search_papers"].input_schema["properties"]) == {
+        "query", "k", "cut", "venue", "year", "category"}
     assert tools["search_papers"].input_schema["required"] == ["query"]
+    # Bounds and help come from the request types (ragqa/requests.py), as every face's do.
+    k = tools["search_papers"].input_schema["properties"]["k"]
+    assert any(a.get("minimum") == 1 and a.get("maximum") == 500 for a in k.get("anyOf", [k]))
+    assert k["description"].startswith("At most this many papers")
+    assert all(tool.annotations.read_only_hint for tool in tools.values())
+    assert set(tools["summarize"].input_schema["properties"]) >= {"topic", "all", "max_papers",
+                                                                  "llm", "category"}
     structured = {k: v.structured_content for k, v in result.items()
                   if k not in ("tools", "paper_id")}
     assert structured["search"] == _cli_json(home, "search", FULL_DUPLEX)
@@ -71,11 +81,19 @@ def _check(result: dict, home) -> None:
                                                       "How many tasks does τ-Voice evaluate?")
     assert "278 tasks" in structured["ask"]["answer"]
     assert structured["summary"] == _cli_json(home, "summarize", "speech")
+    assert structured["summary_all"] == _cli_json(home, "summarize", "--all", "--max-papers",
+                                                  "10")
+    assert structured["page"]["total"] == 29 and [p["paper_id"] for p in structured["page"][
+        "papers"]] == [p["paper_id"] for p in _cli_json(home, "papers", "--offset", "3",
+                                                        "--limit", "2")["papers"]]
     assert structured["paper"] == _cli_json(home, "show", result["paper_id"])
     assert structured["collections"] == {"current": "default", "papers": 29,
                                          "collections": [{"name": "default"}]}
     # The text content is the same object, for clients that read only text.
     assert json.loads(result["search"].content[0].text) == structured["search"]
+    # The SDK checks the declared bounds itself, before the tool runs (its own wording).
+    assert result["bad_k"].is_error and "greater than or equal to 1" in \
+        result["bad_k"].content[0].text
     for bad in ("missing", "empty"):
         assert result[bad].is_error
         message = result[bad].content[0].text

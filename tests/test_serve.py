@@ -15,6 +15,8 @@ import time
 import httpx
 import pytest
 
+from ragqa.requests import ShowRequest
+
 from .conftest import FULL_DUPLEX, Ragqa
 from .llm_server import LoopbackLLM, Reply, prompt_of
 from .serve_helpers import RagqaServer, comparable, server_env, sse
@@ -259,7 +261,7 @@ def test_the_app_keeps_its_parts_warm_until_a_new_snapshot(seeded, home, tmp_pat
     assert fresh is not warm and fresh.total_papers == 30
     assert fresh.store.encoder is warm.store.encoder  # the model is not loaded again
     assert core.retriever() is fresh
-    assert core.show("warm-1")["title"] == "A Paper On Warm Caches"
+    assert core.show(ShowRequest("warm-1"))["title"] == "A Paper On Warm Caches"
 
 
 # ---------------------------------------------------------------- safety

@@ -13,6 +13,8 @@ import sqlite3
 import numpy as np
 import pytest
 
+from ragqa.requests import SearchRequest
+
 QUESTIONS = [
     "Which papers do full-duplex speech?",
     "spiking neural networks",
@@ -65,9 +67,10 @@ def test_a_warm_search_answers_as_a_fresh_retriever_does(core):
     from ragqa.app import search, search_json
     from ragqa.retrieval.retrieve import Retriever
 
-    warm = [core.search(q) for q in QUESTIONS + QUESTIONS]  # the second round reads no Chroma
+    # the second round reads no Chroma
+    warm = [core.search(SearchRequest(q)) for q in QUESTIONS + QUESTIONS]
     store = core.retriever().store
-    fresh = [search_json(search(Retriever(store), q), core.name) for q in QUESTIONS]
+    fresh = [search_json(search(Retriever(store), SearchRequest(q)), core.name) for q in QUESTIONS]
     assert warm == fresh + fresh
     assert any(answer["results"] for answer in fresh)
 
@@ -93,7 +96,8 @@ def test_a_paper_an_ingest_changes_is_read_again(core, seeded, tmp_path):
     assert np.array_equal(new, after.store.paper_vectors(["perf-1"])[0])
     assert after.lexical.papers_by_index([after.lexical.index_of("perf-1")])[0].text \
         .startswith("Graph neural")
-    found = core.search("Which papers predict molecular properties with graph networks?")
+    found = core.search(SearchRequest(
+        "Which papers predict molecular properties with graph networks?"))
     assert "perf-1" in [r["paper_id"] for r in found["results"]]
 
 
@@ -133,11 +137,11 @@ def test_best_sentences_are_the_same_from_a_snapshot_that_keeps_no_sentence_term
     plain = LexicalIndex(old, index.fingerprint)
     assert plain.sentence_terms([0, 1]) == [None, None]
     retriever = core.retriever()
-    found = [core.search(q) for q in QUESTIONS]
+    found = [core.search(SearchRequest(q)) for q in QUESTIONS]
     retriever.lexical = plain
     try:
         assert core.retriever() is retriever and core.retriever().lexical is plain
-        assert [core.search(q) for q in QUESTIONS] == found
+        assert [core.search(SearchRequest(q)) for q in QUESTIONS] == found
     finally:
         retriever.lexical = index
         plain.close()
@@ -152,6 +156,6 @@ def test_a_best_sentence_may_come_from_any_chunk_of_a_long_abstract(core, seeded
         "text": f"{filler} Finally we model sucker adhesion with a soft hydrogel robot gripper."
     }) + "\n", encoding="utf-8")
     assert seeded("ingest", str(source), "--quiet").exit_code == 0
-    found = core.search("hydrogel gripper sucker adhesion", k=10, cut=False)
+    found = core.search(SearchRequest("hydrogel gripper sucker adhesion", k=10, cut=False))
     hit = next(r for r in found["results"] if r["paper_id"] == "long-1")
     assert hit["best_sentence"].startswith("Finally we model sucker adhesion")

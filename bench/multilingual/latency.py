@@ -56,13 +56,14 @@ def warm(question: str, home: Path, runs: int) -> tuple[float, float]:
     """(first query in the process, median of the next ones), in seconds."""
     from ragqa.app import open_for_query, search
     from ragqa.config import load_settings
+    from ragqa.requests import SearchRequest
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     retriever = open_for_query(settings, "default", quiet=True)
     times = []
     for _ in range(runs + 1):
         started = time.perf_counter()
-        search(retriever, question)
+        search(retriever, SearchRequest(question))
         times.append(time.perf_counter() - started)
     return times[0], statistics.median(times[1:])
 

@@ -1,7 +1,9 @@
-"""The `ragqa` command: parses arguments, calls the library, renders the result.
+"""The `ragqa` command: parses arguments into a request (ragqa/requests.py), calls the
+operation in ragqa.app, renders the result.
 
-Heavy libraries (chromadb, llama-index, onnxruntime) are imported inside the commands, never at
-the top of this module: `ragqa --help` must stay instant.
+`ragqa --help` must stay instant (~0.1 s): the application layer (numpy and the whole pipeline,
+~0.5 s of imports) and rich are imported when a command runs (`_ops()`, `_renderer()`), never at
+the top of this module. tests/test_cli.py guards it.
 """
 
 from __future__ import annotations
@@ -12,26 +14,31 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ragqa import __version__
-from ragqa import app as operations
-from ragqa.app import llm_for as _llm_for
-from ragqa.app import open_for_query as _open_for_query
-from ragqa.app import open_store as _open_store
-from ragqa.app import paper_json, search_json
-from ragqa.app import settings_for as _settings
 from ragqa.errors import UserError, exit_code
+from ragqa.requests import (
+    AskRequest,
+    ChatRequest,
+    IngestRequest,
+    PapersRequest,
+    SearchRequest,
+    ShowRequest,
+    SummarizeRequest,
+)
 from ragqa.text import clean_question, json_text, safe
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from ragqa.config import Settings
     from ragqa.faces.render import Renderer
-    from ragqa.retrieval.retrieve import Filters, Retriever
+    from ragqa.retrieval.retrieve import Retriever
 
 app = typer.Typer(
     help="Question answering over collections of ML-paper abstracts, with citations that point "
@@ -53,6 +60,13 @@ CategoryOpt = Annotated[str | None, typer.Option(
     "--category", help="Only papers of this arXiv category (e.g. cs.CL).")]
 
 
+def _ops() -> ModuleType:
+    """ragqa.app, the operations (imported when a command runs: see the module's docstring)."""
+    from ragqa import app as operations
+
+    return operations
+
+
 def _renderer() -> Renderer:
     """rich costs ~0.1 s to import: `ragqa --help` never pays it."""
     from ragqa.faces.render import Renderer
@@ -64,13 +78,6 @@ def _markup(text: str) -> str:
     from ragqa.faces.render import markup
 
     return markup(text)
-
-
-def _question(text: str) -> str:
-    question = clean_question(text)
-    if not question:
-        raise UserError("the question is empty")
-    return question
 
 
 @contextmanager
@@ -124,34 +131,20 @@ def ingest(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Add abstracts to a collection: incremental, idempotent, safe to interrupt."""
-    from ragqa.index.ingest import PHASES, ingest_sources
-    from ragqa.resources import seed_files
-    from ragqa.sources import read_sources
+    from ragqa.index.ingest import PHASES
 
     out = _renderer()
     with _errors(debug), _no_gc_while_starting() as started:
-        sources = list(paths or []) + (seed_files() if seeds else [])
-        if not sources and not rebuild and not multilingual:
-            raise UserError("name files or folders to ingest, or use --seeds for the bundled "
-                             "ICML 2026 abstracts")
-        settings, name = _settings(collection)
-        selection = _selection(where, limit, prune)
-        # The model loads while the sources are read; the store opens (and writes) only once
-        # they have all parsed.
-        loading = operations.start_loading_encoder(settings)
-        with PHASES.phase("reading"), out.status(enabled=not quiet and not as_json) as show:
-            read = read_sources(sources, skip_bad=skip_bad, selection=selection, on_progress=(
-                lambda n, kept: show(f"Reading: {n:,} records read, {kept:,} kept"))
-            ) if sources else None
-        with PHASES.phase("opening the store"):
-            store = _open_store(settings, name, loading)
-        started()
-        progress = out.ingest_progress(enabled=not quiet and not as_json)
-        # The bundled seeds get multilingual vectors unasked: 29 papers, seconds, and their
-        # users ask in Chinese too (one seed file is headed "ICML 2026 论文列表").
-        report = ingest_sources(store, read, prune=prune, rebuild=rebuild, progress=progress,
-                                multilingual=operations.multilingual_encoder(
-                                    settings, multilingual or (seeds and not paths)))
+        request = IngestRequest(paths=tuple(str(p) for p in paths or []), seeds=seeds,
+                                prune=prune, skip_bad=skip_bad, rebuild=rebuild,
+                                multilingual=multilingual, where=tuple(where or []),
+                                limit=limit)
+        settings, name = _ops().settings_for(collection)
+        shown = not quiet and not as_json
+        report = _ops().ingest(settings, name, request,
+                               reading=lambda: out.status(enabled=shown),
+                               make_progress=lambda: out.ingest_progress(enabled=shown),
+                               on_started=started)
         if as_json:
             out.json(asdict(report))
         else:
@@ -194,22 +187,9 @@ def _write_bib(path: Path | None, papers: list) -> int:
     return len(found)
 
 
-def _selection(where: list[str] | None, limit: int | None, prune: bool):
-    from ragqa.sources.select import Selection
-
-    try:
-        selection = Selection.parse(where, limit)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    if selection and prune:
-        raise UserError("--prune deletes what the files no longer hold; with --where or "
-                         "--limit it would delete the rest of each file: use one or the other")
-    return selection
-
-
 # ---------------------------------------------------------------- search
 
-def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, filters: Filters) -> None:
+def _run_batch(retriever: Retriever, batch: Path, template: SearchRequest) -> None:
     """BEIR-style: one `{"_id","text"}` per input line, one result line per query."""
     try:
         lines = batch.read_text(encoding="utf-8").splitlines()
@@ -226,7 +206,8 @@ def _run_batch(retriever: Retriever, batch: Path, k: int, cut: bool, filters: Fi
             raise UserError(f"{batch}:{number}: each line must be a JSON object with "
                              "'_id' and 'text'") from None
     for qid, text in queries:
-        result = retriever.search(text, k=k, filters=filters, cut=cut, sentences=False)
+        request = replace(template, question=text)
+        result = _ops().search(retriever, request, sentences=False)
         rows = [{"paper_id": h.paper.paper_id, "title": h.paper.title, "source": h.paper.source,
                  "score": round(h.score, 6)} for h in result.hits]
         sys.stdout.write(json_text({"_id": qid, "results": rows}) + "\n")
@@ -248,24 +229,25 @@ def search(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Find the papers that matter for a question, each with its best-matching sentence."""
-    from ragqa.retrieval.retrieve import Filters
-
     out = _renderer()
     with _errors(debug):
         if (question is None) == (batch is None):
             raise UserError("give a QUESTION or --batch FILE (one of them)")
-        if question is not None:
-            question = _question(question)
-        settings, name = _settings(collection)
-        retriever = _open_for_query(settings, name, quiet=as_json, question=question)
-        filters = Filters(venue=venue, year=year, category=category)
+        if batch is not None:  # each line's question replaces the placeholder
+            request = SearchRequest(question="batch", k=k or 100, cut=cut, venue=venue,
+                                    year=year, category=category)
+        else:
+            request = SearchRequest(question=question or "", k=k, cut=not no_cut, venue=venue,
+                                    year=year, category=category)
+        settings, name = _ops().settings_for(collection)
+        retriever = _ops().open_for_query(settings, name, quiet=as_json,
+                                          question=None if batch else request.question)
         if batch is not None:
-            _run_batch(retriever, batch, k or 100, cut, filters)
+            _run_batch(retriever, batch, request)
             return
-        assert question is not None
-        result = operations.search(retriever, question, k, cut=not no_cut, filters=filters)
+        result = _ops().search(retriever, request)
         if as_json:
-            out.json(search_json(result, name))
+            out.json(_ops().search_json(result, name))
         else:
             out.search_result(result)
 
@@ -287,22 +269,18 @@ def ask(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Answer a question from the papers, every sentence cited and checked."""
-    from ragqa.answering.answer import answer_question
-    from ragqa.retrieval.retrieve import Filters
-
     out = _renderer()
     with _errors(debug):
-        question = _question(question)
+        request = AskRequest(question=question, llm=llm or "auto", k=k, venue=venue,
+                             year=year, category=category)
         _check_out_file("--bib", bib)
-        settings, name = _settings(collection)
-        model = _llm_for(settings, llm)
-        retriever = _open_for_query(settings, name, quiet=as_json, question=question)
+        settings, name = _ops().settings_for(collection)
+        model = _ops().llm_for(settings, request.llm)
+        retriever = _ops().open_for_query(settings, name, quiet=as_json,
+                                          question=request.question)
         stream = model is not None and not no_stream and not as_json and out.is_terminal
         with out.streaming(enabled=stream, waiting=model is not None) as on_token:
-            answer = answer_question(retriever, question, llm=model,
-                                     on_token=on_token if stream else None, k=k,
-                                     filters=Filters(venue=venue, year=year,
-                                                     category=category))
+            answer = _ops().ask(retriever, request, model, on_token if stream else None)
         if bib:
             _write_bib(bib, [retriever.lexical.paper(c.paper_id) for c in answer.citations])
         if as_json:
@@ -327,9 +305,10 @@ CHAT_HELP = """Commands:
 class ChatShell:
     """The chat loop: questions become turns, lines starting with "/" are commands."""
 
-    def __init__(self, settings: Settings, retriever: Retriever, llm: Any, session: Any,
-                 out: Renderer, as_json: bool, stream: bool) -> None:
+    def __init__(self, settings: Settings, retriever: Retriever, llm: Any, llm_choice: str,
+                 session: Any, out: Renderer, as_json: bool, stream: bool) -> None:
         self.settings, self.retriever, self.llm = settings, retriever, llm
+        self.llm_choice = llm_choice
         self.session, self.out, self.as_json, self.stream = session, out, as_json, stream
 
     def handle(self, line: str) -> bool:
@@ -350,7 +329,7 @@ class ChatShell:
             return True
         save_session(self.settings, self.session)
         if self.as_json:
-            sys.stdout.write(json_text(operations.turn_json(self.session, turn)) + "\n")
+            sys.stdout.write(json_text(_ops().turn_json(self.session, turn)) + "\n")
             sys.stdout.flush()
         else:
             if turn.standalone != turn.question:
@@ -360,10 +339,10 @@ class ChatShell:
         return True
 
     def _ask(self, line: str, on_token):
-        from ragqa.answering.chat import ask_in_session
-
-        return ask_in_session(self.session, line, self.retriever, self.llm,
-                              on_token=on_token if self.stream else None)
+        request = ChatRequest(message=line, session_id=self.session.session_id,
+                              llm=self.llm_choice)
+        return _ops().chat_turn(self.session, request, self.retriever, self.llm,
+                                on_token if self.stream else None)
 
     def command(self, line: str) -> bool:
         from ragqa.answering.chat import new_session, save_session, transcript_markdown
@@ -470,13 +449,11 @@ def chat(
     debug: DebugOpt = False,
 ) -> None:
     """Chat about the papers: follow-ups keep their context, every turn cites."""
-    from ragqa.answering.chat import list_sessions, load_session, new_session
-
     out = _renderer()
     with _errors(debug):
-        settings, name = _settings(collection)
+        settings, name = _ops().settings_for(collection)
         if list_:
-            sessions = list_sessions(settings)
+            sessions = _ops().list_sessions(settings)
             if as_json:
                 out.json(sessions)
             else:
@@ -485,15 +462,13 @@ def chat(
         if session_id and not resume:
             raise UserError("a session id goes with --resume: ragqa chat --resume ID")
         _check_out_file("--bib", bib)
-        try:
-            session = load_session(settings, session_id) if resume else new_session(name)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        model = _llm_for(settings, llm)
-        retriever = _open_for_query(settings, session.collection, quiet=as_json)
+        choice = ChatRequest(message="-", llm=llm or "auto").llm  # checked before loading
+        session = _ops().open_session(settings, name, resume, session_id)
+        model = _ops().llm_for(settings, choice)
+        retriever = _ops().open_for_query(settings, session.collection, quiet=as_json)
         interactive = sys.stdin.isatty()
         stream = model is not None and not no_stream and not as_json and out.is_terminal
-        shell = ChatShell(settings, retriever, model, session, out, as_json, stream)
+        shell = ChatShell(settings, retriever, model, choice, session, out, as_json, stream)
         if interactive and not as_json:
             out.chat_banner(session, model)
         for line in _read_lines(interactive, settings.home / "chat_history"):
@@ -520,31 +495,25 @@ def summarize(
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """A literature summary: themes, a paragraph each, every claim cited, references."""
-    from ragqa.answering import summarize as summaries
-    from ragqa.retrieval.retrieve import Filters
-
     out = _renderer()
     with _errors(debug):
-        topic = clean_question(topic or "")
-        if bool(topic) == all_:
-            raise UserError("give a TOPIC or --all (one of them)")
+        request = SummarizeRequest(topic=topic, all=all_, max_papers=max_papers,
+                                   llm=llm or "auto", venue=venue, year=year,
+                                   category=category)
         if out_file and not out_file.resolve().parent.is_dir():
             raise UserError(f"--out {out_file}: no folder {out_file.resolve().parent}")
         _check_out_file("--bib", bib)
-        settings, name = _settings(collection)
-        model = _llm_for(settings, llm)
-        retriever = _open_for_query(settings, name, quiet=as_json)
+        settings, name = _ops().settings_for(collection)
+        model = _ops().llm_for(settings, request.llm)
+        retriever = _ops().open_for_query(settings, name, quiet=as_json)
         with out.status(enabled=not as_json) as report:
-            summary = summaries.summarize(retriever, None if all_ else topic, llm=model,
-                                          max_papers=max_papers, on_progress=report,
-                                          filters=Filters(venue=venue, year=year,
-                                                          category=category))
-        markdown = summaries.to_markdown(summary)
+            summary = _ops().summarize(retriever, request, model, on_progress=report)
+        markdown = _ops().summary_markdown(summary)
         if out_file:
             out_file.write_text(markdown, encoding="utf-8")
         _write_bib(bib, list(summary.references))
         if as_json:
-            out.json(summaries.as_json(summary))
+            out.json(_ops().summary_json(summary))
         elif out_file:
             out.console.print(f"Wrote {out_file}: {len(summary.themes)} themes, "
                               f"{len(summary.references)} references")
@@ -606,9 +575,9 @@ def eval_(
             raise UserError(f"--split must be a name such as test or dev, not {split!r}")
         ks = _recall_ks(k)
         dataset = locate_dataset(folder, corpus, queries, qrels, split)
-        settings, name = _settings(collection or default_collection(dataset))
+        settings, name = _ops().settings_for(collection or default_collection(dataset))
         data = load_eval_set(dataset, skip_bad=skip_bad)  # bad files fail before the store opens
-        store = _open_store(settings, name)
+        store = _ops().open_store(settings, name)
         shown = not quiet and not as_json
         with contextlib.ExitStack() as stack:
             status: list = []
@@ -638,6 +607,10 @@ def papers(
     fmt: Annotated[str | None, typer.Option(
         "--format", help="bibtex, csv or jsonl: every paper in that format on stdout (jsonl "
         "reads back with `ragqa ingest`: same ids and texts).")] = None,
+    offset: Annotated[int, typer.Option(
+        "--offset", min=0, help="Skip this many papers (the order is stable).")] = 0,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, help="At most this many papers (default: all).")] = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """List every paper of the collection (JSON: with full text and metadata)."""
@@ -648,13 +621,14 @@ def papers(
         writers = {"bibtex": export.to_bibtex, "csv": export.to_csv, "jsonl": export.to_jsonl}
         if fmt is not None and fmt not in writers:
             raise UserError(f"--format must be bibtex, csv or jsonl, not {fmt!r}")
-        settings, name = _settings(collection)
-        retriever = _open_for_query(settings, name, quiet=as_json or fmt is not None)
-        items = operations.all_papers(retriever)
+        request = PapersRequest(offset=offset, limit=limit)
+        settings, name = _ops().settings_for(collection)
+        retriever = _ops().open_for_query(settings, name, quiet=as_json or fmt is not None)
+        _, items = _ops().papers_page(retriever, request)
         if fmt is not None:
             sys.stdout.write(writers[fmt](items))
         elif as_json:
-            out.json(operations.papers_json(items, name))
+            out.json(_ops().papers_json(items, name))
         else:
             out.paper_table(items, name, full)
 
@@ -667,11 +641,12 @@ def show(
     """Show one paper: its full text and metadata."""
     out = _renderer()
     with _errors(debug):
-        settings, name = _settings(collection)
-        retriever = _open_for_query(settings, name, quiet=as_json)
-        paper = operations.find_paper(retriever, name, paper_id)
+        request = ShowRequest(paper_id=paper_id)
+        settings, name = _ops().settings_for(collection)
+        retriever = _ops().open_for_query(settings, name, quiet=as_json)
+        paper = _ops().find_paper(retriever, name, request)
         if as_json:
-            out.json(paper_json(paper))
+            out.json(_ops().paper_json(paper))
         else:
             out.paper(paper)
 
@@ -696,11 +671,11 @@ def serve(
     from ragqa.faces import http as server
 
     with _errors(debug):
-        settings, name = _settings(collection)
+        settings, name = _ops().settings_for(collection)
         secret = token if token is not None else settings.serve_token.reveal()
         server.check_bind(host, secret)
         listening = server.listen(host, port)  # a port in use fails before the model loads
-        core = operations.App(settings, name)
+        core = _ops().App(settings, name)
         core.retriever()  # the embedder, Chroma and the BM25 snapshot, before any request
         server.run(core, listening, secret, cors)
 
@@ -711,8 +686,8 @@ def mcp(collection: CollectionOpt = None, debug: DebugOpt = False) -> None:
     from ragqa.faces import mcp as mcp_server
 
     with _errors(debug):
-        settings, name = _settings(collection)
-        core = operations.App(settings, name)
+        settings, name = _ops().settings_for(collection)
+        core = _ops().App(settings, name)
         core.retriever()
         mcp_server.run_stdio(core)
 
@@ -728,7 +703,7 @@ def doctor(
 
     out = _renderer()
     with _errors(debug):
-        settings, name = _settings(collection)
+        settings, name = _ops().settings_for(collection)
         checks = run_checks(settings, name)
         if as_json:
             out.json({"version": __version__, "collection": name,

@@ -25,6 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragqa.errors import UserError, error_message, http_status
+from ragqa.requests import (
+    MAX_PAGE,
+    AskRequest,
+    ChatRequest,
+    PapersRequest,
+    SearchRequest,
+    ShowRequest,
+    SummarizeRequest,
+    options_of,
+)
 from ragqa.text import json_text
 
 if TYPE_CHECKING:
@@ -187,46 +197,40 @@ def _sse_response(run: Callable[[Callable[[str], None]], dict]):
 
 # ---------------------------------------------------------------- the application
 
+def body_model(request_type: type, name: str, **extra: Any) -> Any:
+    """The pydantic model of a route's JSON body, built from the request type's declared
+    options (ragqa/requests.py): the same fields, defaults, bounds and help as every face;
+    unknown fields are refused. `extra`: fields only HTTP has (name -> (type, default))."""
+    from typing import Literal, get_type_hints
+
+    from pydantic import ConfigDict, Field, create_model
+
+    types = get_type_hints(request_type)  # the annotations are strings in ragqa.requests
+    fields: dict[str, Any] = {}
+    for field_name, (default, spec) in options_of(request_type).items():
+        kind = types[field_name]
+        if spec.choices:
+            kind = Literal[spec.choices]  # type: ignore[valid-type]
+        fields[field_name] = (kind, Field(default=default, description=spec.help, ge=spec.ge,
+                                          le=spec.le, max_length=spec.max_length,
+                                          pattern=spec.pattern))
+    for field_name, (kind, default) in extra.items():
+        fields[field_name] = (kind, default)
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
+
+
 def _bodies():
     """The request bodies (pydantic models), built on first use: pydantic is a heavy import."""
-    from typing import Literal
+    return (body_model(AskRequest, "AskBody", stream=(bool, False)),
+            body_model(SearchRequest, "SearchBody"),
+            body_model(SummarizeRequest, "SummarizeBody"),
+            body_model(ChatRequest, "ChatBody", stream=(bool, False)))
 
-    from pydantic import BaseModel, ConfigDict, Field
 
-    Llm = Literal["auto", "none", "openai"]
-
-    class Body(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-
-    class AskBody(Body):
-        question: str = Field(max_length=4000)
-        llm: Llm = "auto"
-        k: int | None = Field(default=None, ge=1, le=500)
-        venue: str | None = None
-        year: int | None = None
-        stream: bool = False
-
-    class SearchBody(Body):
-        question: str = Field(max_length=4000)
-        k: int | None = Field(default=None, ge=1, le=500)
-        cut: bool = True
-        venue: str | None = None
-        year: int | None = None
-
-    class SummarizeBody(Body):
-        topic: str | None = Field(default=None, max_length=4000)
-        all: bool = False
-        max_papers: int | None = Field(default=None, ge=2, le=5000)
-        llm: Llm = "auto"
-
-    class ChatBody(Body):
-        session_id: str | None = Field(default=None, max_length=200,
-                                       pattern=r"^[A-Za-z0-9_.-]+$")
-        message: str = Field(max_length=4000)
-        llm: Llm = "auto"
-        stream: bool = False
-
-    return AskBody, SearchBody, SummarizeBody, ChatBody
+def _request(request_type: type, body: Any) -> Any:
+    """The operation's request from a validated body (HTTP-only fields left out)."""
+    values = body.model_dump()
+    return request_type(**{k: v for k, v in values.items() if k in options_of(request_type)})
 
 
 def create_app(core: "App", token: str = "", cors: str | None = None,
@@ -272,38 +276,34 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
 
     @api.post("/api/search", summary="The papers that matter: `ragqa search --json`")
     def search(body: SearchBody) -> Any:  # type: ignore[valid-type]
-        return as_json(call(core.search, body.question, k=body.k, cut=body.cut,
-                            venue=body.venue, year=body.year))
+        return as_json(call(lambda: core.search(_request(SearchRequest, body))))
 
     @api.post("/api/ask", summary="A cited answer: `ragqa ask --json` (SSE with stream)")
     def ask(body: AskBody) -> Any:  # type: ignore[valid-type]
         def run(on_token: Callable[[str], None] | None) -> dict:
-            return core.ask(body.question, llm=body.llm, k=body.k, venue=body.venue,
-                            year=body.year, on_token=on_token)
+            return core.ask(_request(AskRequest, body), on_token=on_token)
 
         return _sse_response(run) if body.stream else as_json(call(run, None))
 
     @api.post("/api/chat", summary="One chat turn: `ragqa chat --json` (SSE with stream)")
     def chat(body: ChatBody) -> Any:  # type: ignore[valid-type]
         def run(on_token: Callable[[str], None] | None) -> dict:
-            return core.chat(body.message, session_id=body.session_id, llm=body.llm,
-                             on_token=on_token)
+            return core.chat(_request(ChatRequest, body), on_token=on_token)
 
         return _sse_response(run) if body.stream else call(run, None)
 
     @api.post("/api/summarize", summary="A themed summary: `ragqa summarize --json` + markdown")
     def summarize(body: SummarizeBody) -> Any:  # type: ignore[valid-type]
-        result = call(core.summarize, body.topic, all_=body.all, max_papers=body.max_papers,
-                      llm=body.llm)
+        result = call(lambda: core.summarize(_request(SummarizeRequest, body)))
         return result[0] | {"markdown": result[1]} if isinstance(result, tuple) else result
 
     @api.get("/api/papers", summary="The collection's papers, a page at a time")
-    def papers(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=500)) -> Any:
-        return call(core.papers, offset, limit)
+    def papers(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=MAX_PAGE)) -> Any:
+        return call(lambda: core.papers(PapersRequest(offset=offset, limit=limit)))
 
     @api.get("/api/papers/{paper_id}", summary="One paper: `ragqa show --json`")
     def paper(paper_id: str) -> Any:
-        return call(core.show, paper_id)
+        return call(lambda: core.show(ShowRequest(paper_id=paper_id)))
 
     from ragqa.faces.openai_compat import add_openai_routes
 

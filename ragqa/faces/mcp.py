@@ -5,12 +5,21 @@ over stdio (`ragqa mcp`, for Claude Desktop, Cursor, ...) or streamable HTTP (`/
 Tools are plain functions over one `ragqa.app.App`; the SDK runs them in worker threads, so a
 long answer never blocks the HTTP server's other requests."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the tools' parameter annotations are built from the
+# request types (`_param`) and must be objects the SDK can read when each tool is defined.
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
 from ragqa import __version__
 from ragqa.errors import error_message
+from ragqa.requests import (
+    AskRequest,
+    PapersRequest,
+    SearchRequest,
+    ShowRequest,
+    SummarizeRequest,
+    options_of,
+)
 
 if TYPE_CHECKING:
     from ragqa.app import App
@@ -18,17 +27,35 @@ if TYPE_CHECKING:
 INSTRUCTIONS = (
     "Search and cite ML-paper abstracts. search_papers finds the papers relevant to a question; "
     "ask answers with citations [n] that point at real, retrieved papers; get_paper gives one "
-    "paper's full abstract and metadata; summarize writes a themed, cited literature summary.")
+    "paper's full abstract and metadata; list_papers pages through the collection; summarize "
+    "writes a themed, cited literature summary of a topic or of the whole collection.")
 
 
-def build(core: App) -> Any:
+def _param(request_type: type, name: str) -> Any:
+    """A tool parameter declared as the request type declares the field: its type, bounds and
+    help become the tool's JSON schema."""
+    from pydantic import Field
+
+    _, spec = options_of(request_type)[name]
+    kind = Literal[spec.choices] if spec.choices else get_type_hints(request_type)[name]
+    return Annotated[kind, Field(description=spec.help, ge=spec.ge, le=spec.le,
+                                 max_length=spec.max_length)]
+
+
+def build(core: "App") -> Any:
     """The MCPServer with ragqa's tools over `core`."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-
+    from mcp.types import ToolAnnotations
 
     server = MCPServer("ragqa", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")
+    # Every tool reads the collection; none changes it. Answers from an LLM are not
+    # idempotent, and with one configured the server calls it (open world).
+    reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+    writes_prose = ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                   idempotent_hint=False, open_world_hint=True)
 
     def run(fn, *args: Any, **kwargs: Any) -> Any:
         """The operation's result, or its error as the tool's error (one line, no traceback)."""
@@ -37,38 +64,62 @@ def build(core: App) -> Any:
         except Exception as exc:  # noqa: BLE001 - every failure is the tool's one-line error
             raise ToolError(error_message(exc)) from None
 
-    @server.tool(description=(
+    S, A, Z = SearchRequest, AskRequest, SummarizeRequest
+
+    @server.tool(annotations=reads, description=(
         "Find the papers of the collection that matter for a query. Returns the `ragqa search "
         "--json` object: query, total_papers, filters, and results, a list of papers (rank, "
         "paper_id, title, source, score, best_sentence, venue, year, authors, url), all that "
-        "pass the relevance cut, or the top k. venue and year filter the papers."))
-    def search_papers(query: str, k: int | None = None, venue: str | None = None,
-                      year: int | None = None) -> dict[str, Any]:
-        return run(core.search, query, k=k, venue=venue, year=year)
+        "pass the relevance cut, or the top k. venue, year and category filter the papers."))
+    def search_papers(query: _param(S, "question"),
+                      k: _param(S, "k") = None,
+                      cut: _param(S, "cut") = True,
+                      venue: _param(S, "venue") = None, year: _param(S, "year") = None,
+                      category: _param(S, "category") = None) -> dict[str, Any]:
+        return run(lambda: core.search(SearchRequest(
+            question=query, k=k, cut=cut, venue=venue, year=year, category=category)))
 
-    @server.tool(description=(
+    @server.tool(annotations=writes_prose, description=(
         "Answer a question from the papers. Returns the `ragqa ask --json` object: answer (text "
         "whose [n] cite papers), citations (n, paper_id, title, source, quote: the sentence of "
         "the abstract that supports it), mode (extractive, or llm when the server has an LLM), "
         "papers (the ones retrieved), notice. Every citation points at a retrieved paper."))
-    def ask(question: str) -> dict[str, Any]:
-        return run(core.ask, question)
+    def ask(question: _param(A, "question"), llm: _param(A, "llm") = "auto",
+            k: _param(A, "k") = None, venue: _param(A, "venue") = None,
+            year: _param(A, "year") = None,
+            category: _param(A, "category") = None) -> dict[str, Any]:
+        return run(lambda: core.ask(AskRequest(question=question, llm=llm, k=k, venue=venue,
+                                               year=year, category=category)))
 
-    @server.tool(description=(
-        "One paper by its paper_id (or a unique start of it), as cited by search_papers or ask. "
-        "Returns the `ragqa show --json` object: paper_id, title, text (the full abstract), "
-        "authors, venue, year, url, source, code_urls."))
-    def get_paper(paper_id: str) -> dict[str, Any]:
-        return run(core.show, paper_id)
+    @server.tool(annotations=reads, description=(
+        "One paper by its paper_id (exactly as search_papers or ask cite it). Returns the "
+        "`ragqa show --json` object: paper_id, title, text (the full abstract), authors, venue, "
+        "year, url, source, code_urls."))
+    def get_paper(paper_id: _param(ShowRequest, "paper_id")) -> dict[str, Any]:
+        return run(lambda: core.show(ShowRequest(paper_id=paper_id)))
 
-    @server.tool(description=(
-        "A literature summary of the papers on a topic. Returns the `ragqa summarize --json` "
-        "object: overview, themes (name, size, text with [n] citations, papers), references "
-        "(n, paper_id, title, source), mode."))
-    def summarize(topic: str) -> dict[str, Any]:
-        return run(lambda: core.summarize(topic)[0])
+    @server.tool(annotations=reads, description=(
+        "The papers of the collection, a page at a time. Returns {total, offset, limit, papers: "
+        "[the `ragqa show --json` object of each]}."))
+    def list_papers(offset: _param(PapersRequest, "offset") = 0,
+                    limit: _param(PapersRequest, "limit") = 50) -> dict[str, Any]:
+        return run(lambda: core.papers(PapersRequest(offset=offset, limit=limit)))
 
-    @server.tool(description=(
+    @server.tool(annotations=writes_prose, description=(
+        "A literature summary of the papers on a topic, or of the whole collection (all=true, "
+        "no topic; max_papers samples it). Returns the `ragqa summarize --json` object: "
+        "overview, themes (name, size, text with [n] citations, papers), references (n, "
+        "paper_id, title, source), mode."))
+    def summarize(topic: _param(Z, "topic") = None, all: _param(Z, "all") = False,  # noqa: A002
+                  max_papers: _param(Z, "max_papers") = None,
+                  llm: _param(Z, "llm") = "auto", venue: _param(Z, "venue") = None,
+                  year: _param(Z, "year") = None,
+                  category: _param(Z, "category") = None) -> dict[str, Any]:
+        return run(lambda: core.summarize(SummarizeRequest(
+            topic=topic, all=all, max_papers=max_papers, llm=llm, venue=venue, year=year,
+            category=category))[0])
+
+    @server.tool(annotations=reads, description=(
         "The collections of this ragqa store. Returns {\"current\": the collection the tools "
         "answer from, \"papers\": how many papers it holds, \"collections\": [{\"name\"}]}."))
     def list_collections() -> dict[str, Any]:
@@ -78,7 +129,7 @@ def build(core: App) -> Any:
     return server
 
 
-def http_app(core: App, host: str = "127.0.0.1") -> Any:
+def http_app(core: "App", host: str = "127.0.0.1") -> Any:
     """The streamable-HTTP app (its route is /mcp); loopback binds keep the SDK's DNS-rebinding
     check, other binds rely on the server's token."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -89,7 +140,7 @@ def http_app(core: App, host: str = "127.0.0.1") -> Any:
                                            transport_security=security)
 
 
-def run_stdio(core: App) -> None:
+def run_stdio(core: "App") -> None:
     import anyio
 
     anyio.run(build(core).run_stdio_async)

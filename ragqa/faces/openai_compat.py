@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ragqa.answering.messages import CATALOGUE
 from ragqa.answering.messages import message as catalogue_message
 from ragqa.errors import NotFound, UserError, error_message
+from ragqa.requests import ChatRequest
 from ragqa.text import json_text
 
 if TYPE_CHECKING:
@@ -73,7 +74,6 @@ def _content(message: dict) -> str:
 
 def conversation(messages: list[dict]) -> tuple[list[tuple[str, str, list[dict]]], str]:
     """OpenAI messages -> the earlier (question, answer, citations) turns and the question."""
-
     talk = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
     if not talk or talk[-1].get("role") != "user":
         raise UserError("messages must end with a user message (the question)")
@@ -133,7 +133,6 @@ def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
     from fastapi.responses import Response, StreamingResponse
     from pydantic import BaseModel, ConfigDict
 
-
     class ChatCompletionBody(BaseModel):
         # OpenAI clients send more (temperature, max_tokens, user, ...): accepted, unused.
         model_config = ConfigDict(extra="allow")
@@ -154,15 +153,13 @@ def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
 
     def prepare(body: ChatCompletionBody) -> Callable[[], dict]:
         """Checks the request (before a stream opens, so that a bad one gets its status)."""
-
         if not body.model.startswith(MODEL_PREFIX):
             raise NotFound(f"no model {body.model!r}: models are ragqa-<collection> "
                            "(GET /v1/models)")
-        if body.llm not in ("auto", "none", "openai"):
-            raise UserError(f"llm must be auto, openai or none, not {body.llm!r}")
-        target = core.other(body.model[len(MODEL_PREFIX):])
         history, question = conversation(body.messages)
-        return lambda: target.chat_history(history, question, llm=body.llm)
+        request = ChatRequest(message=question, llm=body.llm)
+        target = core.other(body.model[len(MODEL_PREFIX):])
+        return lambda: target.chat_history(history, request)
 
     @api.post("/v1/chat/completions", summary="OpenAI-compatible chat completion (a chat turn)")
     def chat_completions(body: ChatCompletionBody) -> Any:
