@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragqa.errors import CorpusError
-from ragqa.sources import ReadReport
+from ragqa.index.ingest import ingest_sources
+from ragqa.retrieval.retrieve import Retriever
+from ragqa.sources import ReadReport, read_sources
 
 if TYPE_CHECKING:
     from ragqa.index.ingest import Progress
@@ -300,7 +302,6 @@ class EvalSet:
 
 def load_eval_set(dataset: Dataset, skip_bad: bool = False) -> EvalSet:
     """Read the three files; any bad one raises CorpusError (file:line: reason)."""
-    from ragqa.sources import read_sources
 
     return EvalSet(dataset, read_queries(dataset.queries), read_qrels(dataset.qrels),
                    read_sources([dataset.corpus], skip_bad=skip_bad))
@@ -311,8 +312,6 @@ def run_eval(store: Store, data: EvalSet, recall_ks: Sequence[int] = DEFAULT_KS,
              on_query: Callable[[int, int], None] | None = None) -> EvalReport:
     """Ingest the corpus into `store` (incremental: a re-run embeds nothing), search every
     judged query and average the metrics."""
-    from ragqa.index.ingest import ingest_sources
-    from ragqa.retrieval.retrieve import Retriever
 
     ks = sorted(set(recall_ks))
     judged, counts = judged_queries(data.queries, data.qrels)

@@ -274,8 +274,8 @@ def test_a_title_cannot_close_the_sources_block():
 def test_prompts_dir_overrides_the_bundled_prompt(seeded, llm_server, tmp_path):
     custom = tmp_path / "prompts"
     custom.mkdir()
-    (custom / "answer.txt").write_text("HOUSE STYLE. Sources:\n{sources}\nQ: {question}\n",
-                                       encoding="utf-8")
+    (custom / "answer.txt").write_text("HOUSE STYLE. Sources:\n{sources}\nQ: {question}\n"
+                                       "Answer in {language}.\n", encoding="utf-8")
     llm_server.reply = lambda body: Reply("Moshi-RAG [1].")
     _ask(seeded, FULL_DUPLEX, RAGQA_PROMPTS_DIR=str(custom), **_llm_env(llm_server))
     prompt = llm_server.prompts[-1]

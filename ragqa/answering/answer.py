@@ -20,15 +20,16 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
+from ragqa.answering.prompts import load_prompt
 from ragqa.index import lexical
-from ragqa.resources import bundled_dir
+from ragqa.models.llm import MAX_ANSWER_TOKENS
+from ragqa.models.rerank import cross_encoder
 from ragqa.retrieval.retrieve import Filters, Hit, SearchResult, is_list_question, topic_of
 from ragqa.sources.paper import contribution_sentence, strip_marks
 from ragqa.text import split_sentences
@@ -76,22 +77,6 @@ _FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|
 
 
 # ---------------------------------------------------------------- prompts
-
-def load_prompt(name: str, settings: Settings) -> str:
-    """prompts/NAME.txt, from RAGQA_PROMPTS_DIR when it has the file, else the bundled one."""
-    for folder in (settings.prompts_dir, bundled_dir("prompts")):
-        if folder and (Path(folder) / f"{name}.txt").is_file():
-            return (Path(folder) / f"{name}.txt").read_text(encoding="utf-8")
-    raise FileNotFoundError(f"prompt {name}.txt not found")
-
-
-def fill(template: str, **values: str) -> str:
-    """Replace {name} placeholders, and nothing else: braces elsewhere (LaTeX in abstracts, JSON
-    in a user's prompt) stay as they are."""
-    for name, value in values.items():
-        template = template.replace("{" + name + "}", value)
-    return template
-
 
 def sources_block(hits: Sequence[Hit], texts: Sequence[str] | None = None) -> str:
     """The retrieved papers, numbered, as delimited data (`texts`: the abstracts as trimmed to
@@ -561,7 +546,6 @@ def choose_sentences(question: str, sentences: Sequence[str], lexical_scores: np
                      ) -> np.ndarray:
     """How well each sentence answers the question: the cross-encoder's logit plus
     LEXICAL_WEIGHT times the word-overlap score (bench/sentence_choice.py chose the mix)."""
-    from ragqa.models.rerank import cross_encoder
 
     # It reads text, not markup: "**D**ual-**V**iew" is "Dual-View".
     return cross_encoder().score(question, [strip_marks(s) for s in sentences]) \
@@ -586,8 +570,8 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     foreign = language != "English" and detect_language(asked) != "English"
     if foreign and llm and query is None:
         translated = True
-        query = llm.complete(fill(load_prompt("translate", settings),
-                                  question=question)).strip() or question
+        query = llm.complete(load_prompt("translate", settings).fill(question=question)
+                             ).strip() or question
     query = query or question
     follow_up = llm is None and filters is not None and bool(filters.paper_ids)
 
@@ -708,10 +692,9 @@ def prompt_within_context(settings: Settings, llm: LLM, question: str, language:
     """The answer prompt with the sources that fit the model's context (RAGQA_LLM_CONTEXT, or
     what the server reports) beside a MAX_ANSWER_TOKENS answer; the notice when papers were
     left out."""
-    from ragqa.models.llm import MAX_ANSWER_TOKENS
 
     template = load_prompt("answer", settings)
-    frame = count(fill(template, sources="", question=question, language=language))
+    frame = count(template.fill(sources="", question=question, language=language))
     context = settings.llm_context if settings.llm_context_set else \
         llm.context_window() or settings.llm_context
     budget = int(context / TOKEN_MARGIN) - MAX_ANSWER_TOKENS - frame
@@ -720,7 +703,7 @@ def prompt_within_context(settings: Settings, llm: LLM, question: str, language:
     if len(sources) < len(hits):
         notices.append(message("notice.context", language, left=len(hits) - len(sources),
                                found=len(hits), context=context))
-    prompt = fill(template, sources=sources_block(sources, texts), question=question,
+    prompt = template.fill(sources=sources_block(sources, texts), question=question,
                   language=language)
     return prompt, sources, notices
 

@@ -18,9 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.answering.answer import Answer, answer_question, detect_language, fill, load_prompt
+from ragqa.answering.answer import Answer, answer_question, detect_language
 from ragqa.answering.messages import joined, message
+from ragqa.answering.prompts import load_prompt
 from ragqa.retrieval.retrieve import Filters
+from ragqa.sources.export import reference_link
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -211,8 +213,8 @@ def condense(question: str, session: Session, llm: LLM | None, settings: Setting
         return Condensed(question, question, None)
     if llm is not None:  # the condensed question names what it refers to: no restriction
         history = history_text(session, settings.chat_memory_tokens, count_tokens)
-        standalone = llm.complete(fill(load_prompt("condense", settings), history=history,
-                                       question=question)).strip() or question
+        standalone = llm.complete(load_prompt("condense", settings).fill(
+            history=history, question=question)).strip() or question
         return Condensed(standalone, standalone, None)
     if papers is None:
         return Condensed(question, question, None)
@@ -246,7 +248,6 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: L
 def transcript_markdown(session: Session, urls: dict[str, str] | None = None) -> str:
     """The session as Markdown: each turn's question, answer and its own references, each
     title linked to `urls[paper_id]` when the paper has a page."""
-    from ragqa.sources.export import reference_link
 
     urls = urls or {}
     parts = [f"# ragqa chat {session.session_id}", "",

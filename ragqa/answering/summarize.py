@@ -26,13 +26,12 @@ from ragqa.answering.answer import (
     check_citations,
     detect_language,
     expand_citation,
-    fill,
-    load_prompt,
     repair_uncited,
     sources_block,
 )
 from ragqa.answering.citations import normalise_citations
 from ragqa.answering.messages import message, shown_topic
+from ragqa.answering.prompts import load_prompt
 from ragqa.index import lexical
 from ragqa.retrieval.question import strip_frame
 from ragqa.retrieval.retrieve import LIST_MODEL, Filters, Hit, best_sentence
@@ -334,8 +333,7 @@ def _write_with_llm(summary: Summary, numbers: dict[str, int], llm: LLM,
             lambda t: _write_theme(t, numbers, counter, retriever, summary.language),
             summary.themes))
     _renumber(summary)
-    overview = counter.complete(fill(
-        load_prompt("overview", retriever.store.settings),
+    overview = counter.complete(load_prompt("overview", retriever.store.settings).fill(
         topic=summary.topic or "the whole collection",
         themes="\n\n".join(f"## {t.name}\n{t.text}" for t in summary.themes)))
     summary.overview = " ".join(CITATION.sub("", overview).split())
@@ -400,10 +398,10 @@ def _write_theme(theme: Theme, numbers: dict[str, int], counter: _LLMCounter,
     settings = retriever.store.settings
     chosen = theme.papers[:PER_THEME]
     hits = [Hit(i, 0.0, 0.0, 0.0, paper=p) for i, p in enumerate(chosen)]
-    theme.name = theme_name_of(counter.complete(fill(load_prompt("theme_name", settings),
-                                                     sources=sources_block(hits))))
-    draft = counter.complete(fill(load_prompt("summarize", settings), theme=theme.name,
-                                  sources=sources_block(hits), language=language))
+    theme.name = theme_name_of(counter.complete(load_prompt("theme_name", settings).fill(
+        sources=sources_block(hits))))
+    draft = counter.complete(load_prompt("summarize", settings).fill(
+        theme=theme.name, sources=sources_block(hits), language=language))
     # A sentence the model left uncited gets the citation of the abstract sentence that
     # supports it, or is listed as unsupported: no claim passes unchecked.
     draft, repairs, uncited = repair_uncited(normalise_citations(draft, len(hits)), hits,

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ragqa.index.store import Store
+from ragqa.models.encoders import make_encoder, make_multilingual_encoder
+from ragqa.models.llm import LocalGGUF, describe_failure, make_llm
 from ragqa.text import safe
 
 if TYPE_CHECKING:
@@ -19,7 +22,6 @@ def _check(name: str, fn: Callable[[], str]) -> dict:
 
 
 def _embedder(settings: Settings) -> str:
-    from ragqa.models.encoders import make_encoder
 
     encoder = make_encoder(settings)
     vector = encoder.embed(["full-duplex speech"])[0]
@@ -27,8 +29,6 @@ def _embedder(settings: Settings) -> str:
 
 
 def _store(settings: Settings, name: str) -> str:
-    from ragqa.index.store import Store
-    from ragqa.models.encoders import make_encoder
 
     store = Store(settings, name, make_encoder(settings))
     where = (f"server {settings.chroma_host}:{settings.chroma_port}"
@@ -38,7 +38,6 @@ def _store(settings: Settings, name: str) -> str:
     store.collection()  # raises if another embedder built it
     detail = f"{where}; collection {name!r}: {store.count()} chunks"
     if store.multilingual_embedder():  # the sibling collection (ingest --multilingual)
-        from ragqa.models.encoders import make_multilingual_encoder
 
         side = store.multilingual_store(make_multilingual_encoder(settings))
         detail += f", {side.count()} with multilingual vectors"
@@ -50,7 +49,6 @@ def _store(settings: Settings, name: str) -> str:
 def _llm(settings: Settings) -> str:
     import openai
 
-    from ragqa.models.llm import LocalGGUF, describe_failure, make_llm
 
     if settings.llm_gguf and not (settings.openai_base_url or settings.openai_api_key):
         local = make_llm(settings)

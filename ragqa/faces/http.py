@@ -24,7 +24,10 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragqa import __version__
 from ragqa.errors import UserError, error_message, http_status
+from ragqa.faces.mcp import http_app
+from ragqa.faces.openai_compat import add_openai_routes
 from ragqa.requests import (
     MAX_PAGE,
     AskRequest,
@@ -241,7 +244,6 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
 
-    from ragqa import __version__
 
     AskBody, SearchBody, SummarizeBody, ChatBody = _bodies()
     mcp = _mcp_app(core, host)
@@ -305,7 +307,6 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     def paper(paper_id: str) -> Any:
         return call(lambda: core.show(ShowRequest(paper_id=paper_id)))
 
-    from ragqa.faces.openai_compat import add_openai_routes
 
     add_openai_routes(api, core, call)
     _add_docs(api)
@@ -325,12 +326,11 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
 def _mcp_app(core: "App", host: str):
     """The MCP tools as a streamable-HTTP app, or None when the mcp SDK is missing."""
     try:
-        from ragqa.faces.mcp import http_app
+        return http_app(core, host)
     except ModuleNotFoundError as exc:
-        if exc.name not in ("mcp", "ragqa.faces.mcp"):
+        if exc.name != "mcp" and not (exc.name or "").startswith("mcp."):
             raise
         return None
-    return http_app(core, host)
 
 
 def _add_web(api: Any) -> None:

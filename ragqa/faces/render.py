@@ -14,7 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragqa.answering.answer import detect_language
 from ragqa.answering.messages import message
+from ragqa.answering.summarize import summary_mode
+from ragqa.index.ingest import Progress
 from ragqa.text import json_text, safe
 
 if TYPE_CHECKING:
@@ -43,7 +46,6 @@ class Renderer:
     # ------------------------------------------------------------ ingest
 
     def ingest_progress(self, enabled: bool):
-        from ragqa.index.ingest import Progress
 
         if not enabled or not self.err.is_terminal:
             return Progress()
@@ -77,7 +79,6 @@ class Renderer:
     # ------------------------------------------------------------ search
 
     def search_result(self, result: SearchResult) -> None:
-        from ragqa.answering.answer import detect_language
 
         language = detect_language(result.query)
         if not result.hits:
@@ -216,7 +217,6 @@ class Renderer:
     def summary(self, markdown: str, summary: Any) -> None:
         from rich.markdown import Markdown
 
-        from ragqa.answering.summarize import summary_mode
 
         self.console.print(f"[dim]{escape(summary_mode(summary))}[/]")
         if summary.llm_calls:

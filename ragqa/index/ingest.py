@@ -26,6 +26,7 @@ from ragqa.errors import IndexMismatchError, LockTimeout
 from ragqa.index import lexical
 from ragqa.index.store import CHUNK_TEXT_KEY, PaperState, Store, chunk_metadata, local_dir
 from ragqa.models import Encoder
+from ragqa.models.encoders import make_multilingual_encoder
 from ragqa.sources import ReadReport, read_sources
 from ragqa.sources.paper import Paper
 from ragqa.text import split_sentences
@@ -568,7 +569,6 @@ def _keep_multilingual(store: Store, report: IngestReport, kept_by: str,
     """Add (asked) or keep in step (the collection keeps them) the multilingual vectors."""
     if not asked and not kept_by:
         return
-    from ragqa.models.encoders import make_multilingual_encoder
 
     encoder = asked or make_multilingual_encoder(store.settings)
     if kept_by and kept_by != encoder.embedder_id:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ragqa.errors import SnapshotError
 from ragqa.sources.paper import Paper
+from ragqa.sources.select import split_categories
 from ragqa.text import split_sentences
 
 CURRENT = "CURRENT"
@@ -420,7 +421,6 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
 
 
 def _categories(extra: dict) -> set[str]:
-    from ragqa.sources.select import split_categories
 
     return {c.lower() for c in split_categories(extra.get("categories", ""))}
 
