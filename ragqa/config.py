@@ -3,15 +3,23 @@
 No other module reads the environment. The real environment wins over `.env`; `.env` is looked
 for in the current directory (or at RAGQA_ENV_FILE). Secrets are kept in `Secret` so that
 printing a Settings object, or an error built from it, never shows a key.
+
+Each setting is declared once, as a field of `Settings` made by `setting(...)`: its variable,
+default, type, bounds and help text. pydantic-settings reads and checks the variables from those
+declarations (`load_settings`), and the same declarations write `.env.example` (`env_example()`)
+and the README's table of settings (`settings_table()`); tests/test_settings.py checks that both
+files match. pydantic is imported by the first `load_settings` only (its model is built there,
+once): importing this module, for `ragqa --help` or error handling, never loads it.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from ragqa.errors import ConfigError
 
@@ -48,48 +56,144 @@ LLM_CHOICES = ("auto", "openai", "none")
 
 
 @dataclass(frozen=True)
+class Declared:
+    """What a setting's field carries besides its name, type and default."""
+
+    env: str  # the variable
+    description: str  # help text: .env.example's comment, the README table's last column
+    section: str  # its heading in .env.example
+    ge: int | float | None = None  # the smallest value the variable may give
+    choices: tuple[str, ...] = ()  # the values it may take (lower-cased before the check)
+    fallback: str = ""  # a field whose value an empty one takes
+
+
+def setting(env: str, default: Any = MISSING, *, description: str, section: str,
+            ge: int | float | None = None, choices: tuple[str, ...] = (),
+            fallback: str = "") -> Any:
+    """A Settings field read from the variable `env`: the one declaration of that setting.
+
+    An empty or blank value means the default. A default below `ge` can only be had that way
+    (RAGQA_EMBED_BATCH_SIZE: 0, "the provider's own")."""
+    declared = Declared(env, description, section, ge, choices, fallback)
+    return field(default=default, metadata={"setting": declared})
+
+
+_DATA, _EMBED, _STORE, _CHUNKS = "Data", "Embeddings", "Store", "Chunking and retrieval"
+_LLM, _SERVE = "LLM (written answers)", "ragqa serve"
+_OPENAI = "With RAGQA_EMBED_PROVIDER=openai:"
+
+
+@dataclass(frozen=True)
 class Settings:
-    home: Path
-    collection: str = "default"
-    # Embeddings
-    embed_provider: str = "local"
-    embed_model: str = "text-embedding-3-small"
-    embed_base_url: str = ""
-    embed_api_key: Secret = field(default_factory=lambda: Secret(""))
-    embed_batch_size: int = 0  # 0: the provider's own default (embeddings.make_encoder)
-    embed_concurrency: int = 4
-    embed_threads: int = 0
-    # Store
-    chroma_host: str = ""
-    chroma_port: int = 8000
-    chroma_ssl: bool = False
-    chroma_token: Secret = field(default_factory=lambda: Secret(""))
-    # Chunking, in tokens of the embedder's tokenizer: title + chunk at most chunk_tokens
-    # (MiniLM reads 256 tokens including its two special ones)
-    chunk_tokens: int = 254
-    # 0: SciFact test nDCG@10 0.7308 without overlap, 0.7298 with 30 tokens (README)
-    chunk_overlap: int = 0
-    # Retrieval
-    candidates: int = 100
-    # LLM
-    llm: str = "auto"
-    openai_api_key: Secret = field(default_factory=lambda: Secret(""))
-    openai_base_url: str = ""
-    llm_model: str = "gpt-4o-mini"
-    llm_timeout: float = 60.0  # seconds between tokens of a streamed answer, and to connect
-    # seconds to wait for the first token (a CPU model processing a long prompt) or, not
-    # streaming, for the whole answer
-    llm_first_token_timeout: float = 600.0
-    llm_context: int = 8192  # the model's context in tokens: prompt plus answer must fit
+    home: Path = setting(
+        "RAGQA_HOME", section=_DATA,
+        description="Where ragqa keeps its index (Chroma store, BM25 snapshots, locks). Default: "
+        "the user data folder (~/.local/share/ragqa on Linux).")
+    collection: str = setting(
+        "RAGQA_COLLECTION", "default", section=_DATA,
+        description="The collection commands use when --collection is not given.")
+    embed_provider: str = setting(
+        "RAGQA_EMBED_PROVIDER", "local", choices=EMBED_PROVIDERS, section=_EMBED,
+        description="local (all-MiniLM-L6-v2 int8 ONNX, offline) or openai (any "
+        "OpenAI-compatible /v1/embeddings).")
+    embed_model: str = setting(
+        "RAGQA_EMBED_MODEL", "text-embedding-3-small", section=_EMBED,
+        description=f"{_OPENAI} the embedding model.")
+    embed_base_url: str = setting(
+        "RAGQA_EMBED_BASE_URL", "", fallback="openai_base_url", section=_EMBED,
+        description=f"{_OPENAI} the server, e.g. http://127.0.0.1:8080/v1 (empty: "
+        "OPENAI_BASE_URL).")
+    embed_api_key: Secret = setting(
+        "RAGQA_EMBED_API_KEY", Secret(""), fallback="openai_api_key", section=_EMBED,
+        description=f"{_OPENAI} its key (empty: OPENAI_API_KEY); never printed.")
+    embed_batch_size: int = setting(
+        "RAGQA_EMBED_BATCH_SIZE", 0, ge=1, section=_EMBED,  # 0: embeddings.make_encoder decides
+        description="Texts per embedding batch. Empty: 1 for local (fastest on CPU), 32 per "
+        "request for openai.")
+    embed_concurrency: int = setting(
+        "RAGQA_EMBED_CONCURRENCY", 4, ge=1, section=_EMBED,
+        description="Embedding requests sent at once (openai).")
+    embed_threads: int = setting(
+        "RAGQA_EMBED_THREADS", 0, ge=0, section=_EMBED,
+        description="Threads of the local embedders (0: all cores).")
+    chroma_host: str = setting(
+        "RAGQA_CHROMA_HOST", "", section=_STORE,
+        description="The host of a Chroma server (`chroma run --port 8000`) to use instead of "
+        "the embedded store, e.g. 127.0.0.1.")
+    chroma_port: int = setting(
+        "RAGQA_CHROMA_PORT", 8000, ge=1, section=_STORE,
+        description="The Chroma server's port.")
+    chroma_ssl: bool = setting(
+        "RAGQA_CHROMA_SSL", False, section=_STORE,
+        description="Talk to the Chroma server over HTTPS.")
+    chroma_token: Secret = setting(
+        "RAGQA_CHROMA_TOKEN", Secret(""), section=_STORE,
+        description="Sent to the Chroma server as `Authorization: Bearer <token>`; never "
+        "printed.")
+    chunk_tokens: int = setting(
+        "RAGQA_CHUNK_TOKENS", 254, ge=32, section=_CHUNKS,
+        description="Largest embedding input (title + chunk), in the embedder's tokens: an "
+        "abstract that fits is one chunk. MiniLM reads 256 tokens, two of them its own: at "
+        "most 254 with the local embedder.")
+    chunk_overlap: int = setting(
+        "RAGQA_CHUNK_OVERLAP", 0, ge=0, section=_CHUNKS,
+        description="Tokens a chunk repeats from the one before it (less than "
+        "RAGQA_CHUNK_TOKENS). SciFact test nDCG@10: 0.7308 without overlap, 0.7298 with 30.")
+    candidates: int = setting(
+        "RAGQA_CANDIDATES", 100, ge=10, section=_CHUNKS,
+        description="Candidates taken from each of the dense and BM25 lists before fusion.")
+    llm: str = setting(
+        "RAGQA_LLM", "auto", choices=LLM_CHOICES, section=_LLM,
+        description="auto: use an LLM when OPENAI_API_KEY, OPENAI_BASE_URL or RAGQA_LLM_GGUF "
+        "is set; openai: always; none: never.")
+    openai_api_key: Secret = setting(
+        "OPENAI_API_KEY", Secret(""), section=_LLM,
+        description="The LLM endpoint's key (and the embedding server's, unless "
+        "RAGQA_EMBED_API_KEY is set); never printed.")
+    openai_base_url: str = setting(
+        "OPENAI_BASE_URL", "", section=_LLM,
+        description="Any OpenAI-compatible server: vLLM, llama.cpp server, Ollama, LM Studio, "
+        "e.g. http://127.0.0.1:8080/v1. Empty: the OpenAI API.")
+    llm_model: str = setting(
+        "RAGQA_LLM_MODEL", "gpt-4o-mini", section=_LLM,
+        description="The model that writes answers.")
+    llm_timeout: float = setting(
+        "RAGQA_LLM_TIMEOUT", 60.0, ge=0, section=_LLM,
+        description="Seconds between two tokens of a streamed answer, and to connect.")
+    llm_first_token_timeout: float = setting(
+        "RAGQA_LLM_FIRST_TOKEN_TIMEOUT", 600.0, ge=0, section=_LLM,
+        description="Seconds to wait for the first token, or for a whole answer that is not "
+        "streamed: a CPU model can take minutes to read a long prompt.")
+    llm_context: int = setting(
+        "RAGQA_LLM_CONTEXT", 8192, ge=1024, section=_LLM,
+        description="The model's context window in tokens: the sources are trimmed so that the "
+        "prompt and a 1,024-token answer fit (least relevant papers' sentences first). Empty: "
+        "what the server reports (llama.cpp's /props), else 8192.")
     llm_context_set: bool = False  # RAGQA_LLM_CONTEXT given: else the server's own, if it says
-    llm_retries: int = 2
-    prompts_dir: Path | None = None
-    llm_gguf: Path | None = None  # a local GGUF model (optional extra "local")
-    chat_memory_tokens: int = 2000  # history a follow-up is condensed with
-    # Behaviour
-    lock_timeout: float = 60.0
-    # `ragqa serve`: the bearer token its routes require (empty: none, loopback only)
-    serve_token: Secret = field(default_factory=lambda: Secret(""))
+    llm_retries: int = setting(
+        "RAGQA_LLM_RETRIES", 2, ge=0, section=_LLM,
+        description="Retries of an LLM request refused, timed out, rate-limited (429, after its "
+        "Retry-After) or failed (5xx).")
+    prompts_dir: Path | None = setting(
+        "RAGQA_PROMPTS_DIR", None, section=_LLM,
+        description="A folder of prompt files that override the bundled ones in prompts/.")
+    llm_gguf: Path | None = setting(
+        "RAGQA_LLM_GGUF", None, section=_LLM,
+        description="A GGUF model run in-process (pip install '.[local]'), e.g. "
+        "/path/to/model.gguf; used when no OpenAI endpoint is set.")
+    chat_memory_tokens: int = setting(
+        "RAGQA_CHAT_MEMORY_TOKENS", 2000, ge=100, section=_LLM,
+        description="Tokens of chat history a follow-up question is condensed with; older "
+        "turns are dropped.")
+    lock_timeout: float = setting(
+        "RAGQA_LOCK_TIMEOUT", 60.0, ge=0, section=_CHUNKS,
+        description="Seconds an ingest waits for another ingest of the same collection to "
+        "finish.")
+    serve_token: Secret = setting(
+        "RAGQA_SERVE_TOKEN", Secret(""), section=_SERVE,
+        description="The bearer token every route of `ragqa serve` but /api/health and the web "
+        "page requires. Needed to bind an address other than 127.0.0.1; set here rather than "
+        "with --token, it stays out of the process list.")
 
     @property
     def uses_chroma_server(self) -> bool:
@@ -117,105 +221,179 @@ class Settings:
         return rows
 
 
+def declarations() -> list[tuple[str, Declared]]:
+    """(field name, declaration) of every setting read from a variable, in field order."""
+    return [(f.name, f.metadata["setting"]) for f in fields(Settings) if "setting" in f.metadata]
+
+
+@functools.lru_cache(maxsize=1)
+def _kinds() -> dict[str, type]:
+    """Each setting's type: str, int, float, bool, Path or Secret (Path | None is Path)."""
+    import typing
+
+    hints = typing.get_type_hints(Settings)
+    kinds = {}
+    for name, _ in declarations():
+        kind = hints[name]
+        kinds[name] = Path if kind == Path | None else kind
+    return kinds
+
+
+def _default(name: str) -> Any:
+    value = Settings.__dataclass_fields__[name].default
+    return None if value is MISSING else value
+
+
+# --- Reading: pydantic-settings ------------------------------------------------------------
+
+
+_FALSE, _TRUE = ("0", "false", "no", "off"), ("1", "true", "yes", "on")
+
+
+def _before(kind: type, lower: bool):
+    """The before-validator of a setting: strips the text and reads it as Python's int() and
+    float() do (and true/false as ragqa always has), whatever pydantic's own lax parsing of
+    strings accepts in the installed version ("12.0", "+5", "t" differ between versions).
+    pydantic then checks the type, the bounds, finiteness and the choices."""
+    from pydantic_core import PydanticCustomError
+
+    def before(value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        value = value.strip()
+        if lower or kind is bool:
+            value = value.lower()
+        if kind is bool:
+            if value in _FALSE or value in _TRUE:
+                return value in _TRUE
+            raise PydanticCustomError("bool_parsing", "Input should be a valid boolean")
+        if kind is int or kind is float:
+            try:
+                return kind(value)
+            except ValueError:
+                raise PydanticCustomError(f"{kind.__name__}_parsing",
+                                          f"Input should be a valid {kind.__name__}") from None
+        return value
+
+    return before
+
+
+@functools.lru_cache(maxsize=1)
+def _model() -> type:
+    """The pydantic-settings model of the declarations, built on first use (pydantic and
+    pydantic-settings cost ~0.15 s to import; `ragqa --help` and `import ragqa.config` never
+    pay it)."""
+    from typing import Annotated, Literal
+
+    from pydantic import BeforeValidator, Field, SecretStr, create_model, model_validator
+    from pydantic_settings import BaseSettings, SettingsConfigDict
+
+    class RagqaEnvironment(BaseSettings):
+        # Defaults are not validated: RAGQA_EMBED_BATCH_SIZE's 0 is below its bound on purpose.
+        model_config = SettingsConfigDict(case_sensitive=True, extra="ignore",
+                                          env_file_encoding="utf-8", env_ignore_empty=False,
+                                          validate_default=False)
+
+        @classmethod
+        def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                       dotenv_settings, file_secret_settings):
+            # load_settings hands the real environment (or its `environ`) in as init values:
+            # they win over .env, and `environ` replaces os.environ.
+            return init_settings, dotenv_settings
+
+        @model_validator(mode="before")
+        @classmethod
+        def _blank_is_unset(cls, data: Any) -> Any:
+            """An empty or blank value means the default (and leaves the field unset)."""
+            if isinstance(data, dict):
+                return {k: v for k, v in data.items() if not (isinstance(v, str) and not v.strip())}
+            return data
+
+    kinds = _kinds()
+    specs: dict[str, Any] = {}
+    for name, declared in declarations():
+        kind, default = kinds[name], _default(name)
+        if declared.choices:
+            kind = Literal[declared.choices]
+        elif kind is Secret:
+            kind, default = SecretStr, SecretStr(default.reveal())
+        elif kind is Path:
+            kind = Path | None
+        specs[name] = (
+            Annotated[kind, BeforeValidator(_before(kind, lower=bool(declared.choices)))],
+            Field(default, validation_alias=declared.env, description=declared.description,
+                  ge=declared.ge, allow_inf_nan=False if kind is float else None))
+    return create_model("RagqaEnvironment", __base__=RagqaEnvironment, **specs)
+
+
+def _message(error: Mapping[str, Any], raw: Mapping[str, str]) -> str:
+    """A pydantic error as the one line ragqa has always printed for it. `raw`: each variable's
+    text as read (the environment's, else .env's)."""
+    declared = dict(declarations())
+    by_env = {d.env: name for name, d in declared.items()}
+    loc = str(error["loc"][0]) if error["loc"] else ""
+    name = by_env.get(loc, loc)
+    if name not in declared:
+        return f"{loc or 'settings'}: {error['msg']}"
+    env, choices, kind = declared[name].env, declared[name].choices, _kinds()[name]
+    text, problem = raw.get(env, "").strip(), error["type"]
+    if choices or kind is bool:
+        text = text.lower()
+    if problem == "literal_error":
+        return f"{env} must be one of {', '.join(choices)}, not {text!r}"
+    if problem == "int_parsing":
+        return f"{env} must be a whole number, not {text!r}"
+    if kind is int and problem == "greater_than_equal":
+        return f"{env} must be at least {declared[name].ge}, not {int(text)}"
+    if problem == "float_parsing":
+        return f"{env} must be a number, not {text!r}"
+    if kind is float and problem in ("finite_number", "greater_than_equal"):
+        return f"{env} must be a finite, non-negative number, not {text!r}"
+    if problem == "bool_parsing":
+        return f"{env} must be true or false, not {text!r}"
+    return f"{env}: {error['msg']}"
+
+
 def _default_home() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("ragqa", appauthor=False))
 
 
-def _read_env(environ: Mapping[str, str] | None) -> dict[str, str]:
-    from dotenv import dotenv_values
-
-    real = dict(os.environ if environ is None else environ)
-    env_file = Path(real.get("RAGQA_ENV_FILE", ".env"))
-    from_file: dict[str, str] = {}
-    if env_file.is_file():
-        from_file = {k: v for k, v in dotenv_values(env_file).items() if v is not None}
-    return {**from_file, **real}
-
-
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a whole number, not {raw!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, not {value}")
-    return value
-
-
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, not {raw!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{name} must be a finite, non-negative number, not {raw!r}")
-    return value
-
-
-def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
-    value = env.get(name, "").strip().lower() or choices[0]
-    if value not in choices:
-        raise ConfigError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-    return value
-
-
-def _bool(env: Mapping[str, str], name: str) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
-        return False
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    raise ConfigError(f"{name} must be true or false, not {raw!r}")
-
-
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from `environ` (default: os.environ) layered over `.env`."""
-    env = _read_env(environ)
-    home = Path(env["RAGQA_HOME"]).expanduser() if env.get("RAGQA_HOME") else _default_home()
-    prompts_dir = env.get("RAGQA_PROMPTS_DIR", "").strip()
-    gguf = env.get("RAGQA_LLM_GGUF", "").strip()
-    openai_key = env.get("OPENAI_API_KEY", "").strip()
-    openai_url = env.get("OPENAI_BASE_URL", "").strip()
-    settings = Settings(
-        home=home,
-        collection=env.get("RAGQA_COLLECTION", "").strip() or "default",
-        embed_provider=_choice(env, "RAGQA_EMBED_PROVIDER", EMBED_PROVIDERS),
-        embed_model=env.get("RAGQA_EMBED_MODEL", "").strip() or "text-embedding-3-small",
-        embed_base_url=env.get("RAGQA_EMBED_BASE_URL", "").strip() or openai_url,
-        embed_api_key=Secret(env.get("RAGQA_EMBED_API_KEY", "").strip() or openai_key),
-        embed_batch_size=_int(env, "RAGQA_EMBED_BATCH_SIZE", 0, minimum=1),
-        embed_concurrency=_int(env, "RAGQA_EMBED_CONCURRENCY", 4, minimum=1),
-        embed_threads=_int(env, "RAGQA_EMBED_THREADS", 0),
-        chroma_host=env.get("RAGQA_CHROMA_HOST", "").strip(),
-        chroma_port=_int(env, "RAGQA_CHROMA_PORT", 8000, minimum=1),
-        chroma_ssl=_bool(env, "RAGQA_CHROMA_SSL"),
-        chroma_token=Secret(env.get("RAGQA_CHROMA_TOKEN", "").strip()),
-        chunk_tokens=_int(env, "RAGQA_CHUNK_TOKENS", 254, minimum=32),
-        chunk_overlap=_int(env, "RAGQA_CHUNK_OVERLAP", 0),
-        candidates=_int(env, "RAGQA_CANDIDATES", 100, minimum=10),
-        llm=_choice(env, "RAGQA_LLM", LLM_CHOICES),
-        openai_api_key=Secret(openai_key),
-        openai_base_url=openai_url,
-        llm_model=env.get("RAGQA_LLM_MODEL", "").strip() or "gpt-4o-mini",
-        llm_timeout=_float(env, "RAGQA_LLM_TIMEOUT", 60.0),
-        llm_first_token_timeout=_float(env, "RAGQA_LLM_FIRST_TOKEN_TIMEOUT", 600.0),
-        llm_context=_int(env, "RAGQA_LLM_CONTEXT", 8192, minimum=1024),
-        llm_context_set=bool(env.get("RAGQA_LLM_CONTEXT", "").strip()),
-        llm_retries=_int(env, "RAGQA_LLM_RETRIES", 2),
-        prompts_dir=Path(prompts_dir).expanduser() if prompts_dir else None,
-        llm_gguf=Path(gguf).expanduser() if gguf else None,
-        chat_memory_tokens=_int(env, "RAGQA_CHAT_MEMORY_TOKENS", 2000, minimum=100),
-        lock_timeout=_float(env, "RAGQA_LOCK_TIMEOUT", 60.0),
-        serve_token=Secret(env.get("RAGQA_SERVE_TOKEN", "").strip()),
-    )
+    from pydantic import SecretStr, ValidationError
+
+    real = os.environ if environ is None else environ
+    env_file = Path(real.get("RAGQA_ENV_FILE", ".env"))
+    given = {d.env: real[d.env] for _, d in declarations() if d.env in real}
+    dotenv = env_file if env_file.is_file() else None
+    try:
+        read = _model()(_env_file=dotenv, **given)
+    except ValidationError as exc:
+        from dotenv import dotenv_values
+
+        raw = {k: v for k, v in dotenv_values(dotenv, encoding="utf-8").items()
+               if v is not None} if dotenv else {}
+        error = exc.errors(include_url=False)[0]
+        raise ConfigError(_message(error, {**raw, **given})) from None
+    plain = {}
+    for name, _ in declarations():
+        value = getattr(read, name)
+        plain[name] = value.get_secret_value() if isinstance(value, SecretStr) else value
+    values: dict[str, Any] = {}
+    for name, declared in declarations():
+        value = plain[name]
+        if declared.fallback and not value:
+            value = plain[declared.fallback]
+        if _kinds()[name] is Secret:
+            value = Secret(value)
+        elif isinstance(value, Path):
+            value = value.expanduser()
+        values[name] = value
+    if values["home"] is None:
+        values["home"] = _default_home()
+    settings = Settings(**values, llm_context_set="llm_context" in read.model_fields_set)
     if settings.chunk_overlap >= settings.chunk_tokens:
         raise ConfigError("RAGQA_CHUNK_OVERLAP must be smaller than RAGQA_CHUNK_TOKENS")
     if settings.chunk_tokens > 254 and settings.embed_provider == "local":
@@ -245,3 +423,81 @@ def _scrub_heap_memory() -> None:
         return
     m_perturb = -6  # <malloc.h>: M_PERTURB
     mallopt(m_perturb, 0xA5)
+
+
+# --- Writing: .env.example and the README's table --------------------------------------------
+
+_ENV_EXAMPLE_HEAD = """\
+# ragqa settings. Copy to .env (in the folder you run ragqa from) or export them; the real
+# environment wins over .env. RAGQA_ENV_FILE points at another file. Each line shows the
+# default; an empty or blank value means the default too.
+# Written by ragqa.config.env_example() from the declarations in ragqa/config.py.
+"""
+_RULE, _WIDTH = 94, 96  # .env.example's section rules, its lines at most
+
+
+def env_text(name: str) -> str:
+    """The setting's default as its variable would spell it ("" where none can: see `setting`)."""
+    default, declared = _default(name), dict(declarations())[name]
+    if default is None or isinstance(default, Secret):
+        return ""
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if declared.ge is not None and default < declared.ge:
+        return ""
+    if isinstance(default, float) and default.is_integer():
+        return str(int(default))
+    return str(default)
+
+
+def _by_section() -> list[tuple[str, list[tuple[str, Declared]]]]:
+    sections: dict[str, list[tuple[str, Declared]]] = {}
+    for name, declared in declarations():
+        sections.setdefault(declared.section, []).append((name, declared))
+    return list(sections.items())
+
+
+def env_example() -> str:
+    """The text of `.env.example`: every setting, commented out, with its help and default."""
+    import textwrap
+
+    lines = [_ENV_EXAMPLE_HEAD.rstrip("\n")]
+    for section, members in _by_section():
+        lines += ["", f"# --- {section} ".ljust(_RULE, "-")]
+        for name, declared in members:
+            lines += textwrap.wrap(declared.description, _WIDTH, initial_indent="# ",
+                                   subsequent_indent="# ", break_long_words=False,
+                                   break_on_hyphens=False)
+            lines.append(f"# {declared.env}={env_text(name)}")
+    return "\n".join(lines) + "\n"
+
+
+def _values(name: str, declared: Declared) -> str:
+    kind = _kinds()[name]
+    if declared.choices:
+        return ", ".join(f"`{c}`" for c in declared.choices)
+    if kind is bool:
+        return "`true`, `false`"
+    if kind is int:
+        return f"whole number ≥ {declared.ge}"
+    if kind is float:
+        return f"number ≥ {declared.ge:g}"
+    return {Path: "path", Secret: "secret text"}.get(kind, "text")
+
+
+def settings_table() -> str:
+    """The README's table of settings (Markdown), in .env.example's order."""
+    rows = ["| Variable | Default | Values | What it does |", "|---|---|---|---|"]
+    env_of = {name: declared.env for name, declared in declarations()}
+    for _, members in _by_section():
+        for name, declared in members:
+            shown = env_text(name)
+            if shown:
+                default = f"`{shown}`"
+            elif declared.fallback:
+                default = f"as `{env_of[declared.fallback]}`"
+            else:
+                default = "—"
+            text = declared.description.replace("|", "\\|")
+            rows.append(f"| `{declared.env}` | {default} | {_values(name, declared)} | {text} |")
+    return "\n".join(rows) + "\n"
