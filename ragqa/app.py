@@ -35,7 +35,7 @@ from ragqa.answering.chat import (
     save_session,
 )
 from ragqa.answering.chat import list_sessions as chat_sessions
-from ragqa.config import LLM_CHOICES, Settings, load_settings
+from ragqa.config import Settings, load_settings
 from ragqa.errors import NotFound, StoreError, UserError
 from ragqa.index import lexical
 from ragqa.index.ingest import (
@@ -165,9 +165,8 @@ def holds_only_the_seeds(retriever: Retriever) -> bool:
     return held <= {p.paper_id for p in read_sources(seed_files()).papers}
 
 
-def llm_for(settings: Settings, choice: str | None):
-    if choice not in (None, *LLM_CHOICES):
-        raise UserError(f"--llm must be auto, openai or none, not {choice!r}")
+def llm_for(settings: Settings, choice: str | None) -> LLM | None:
+    """The LLM that `choice` (a request's checked `llm`: auto, openai or none) asks for."""
     if choice and choice != "auto":
         settings = settings.with_overrides(llm=choice)
     return make_llm(settings)

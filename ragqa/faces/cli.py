@@ -30,6 +30,7 @@ from ragqa.requests import (
     SearchRequest,
     ShowRequest,
     SummarizeRequest,
+    options_of,
 )
 from ragqa.text import clean_question, json_text, safe
 
@@ -50,14 +51,21 @@ app = typer.Typer(
 
 CollectionOpt = Annotated[str | None, typer.Option(
     "--collection", "-c", help="Collection name (default: RAGQA_COLLECTION or 'default').")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema in the README).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema: docs/json.md).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
-VenueOpt = Annotated[str | None, typer.Option("--venue", help="Only papers of this venue.")]
-YearOpt = Annotated[int | None, typer.Option("--year", help="Only papers of this year.")]
+
+
+def _help(name: str) -> str:
+    """An option's help as its request type declares it (the same text every face shows)."""
+    return options_of(AskRequest)[name][1].help
+
+
+VenueOpt = Annotated[str | None, typer.Option("--venue", help=_help("venue"))]
+YearOpt = Annotated[int | None, typer.Option("--year", min=1, max=9999, help=_help("year"))]
+LlmOpt = Annotated[str | None, typer.Option("--llm", help=_help("llm"))]
 BibOpt = Annotated[Path | None, typer.Option(
     "--bib", help="Also write the cited papers as BibTeX to this file.")]
-CategoryOpt = Annotated[str | None, typer.Option(
-    "--category", help="Only papers of this arXiv category (e.g. cs.CL).")]
+CategoryOpt = Annotated[str | None, typer.Option("--category", help=_help("category"))]
 
 
 def _ops() -> ModuleType:
@@ -257,9 +265,7 @@ def search(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="Your question about the papers.")],
-    llm: Annotated[str | None, typer.Option(
-        "--llm", help="auto (an LLM when OPENAI_API_KEY or OPENAI_BASE_URL is set), openai, "
-        "or none (extractive).")] = None,
+    llm: LlmOpt = None,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Wait for the whole answer.")
                          ] = False,
     k: Annotated[int | None, typer.Option("-k", "--top", min=1, help="At most this many "
@@ -435,8 +441,7 @@ def chat(
         "--resume", help="Continue a saved session: `--resume` the latest, `--resume ID` "
         "that one.")] = False,
     list_: Annotated[bool, typer.Option("--list", help="List saved sessions.")] = False,
-    llm: Annotated[str | None, typer.Option(
-        "--llm", help="auto, openai or none (extractive).")] = None,
+    llm: LlmOpt = None,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Wait for whole answers.")
                          ] = False,
     collection: CollectionOpt = None,
@@ -488,8 +493,7 @@ def summarize(
                                                   )] = None,
     max_papers: Annotated[int | None, typer.Option(
         "--max-papers", min=2, help="At most this many papers (a sample with --all).")] = None,
-    llm: Annotated[str | None, typer.Option(
-        "--llm", help="auto, openai or none (extractive).")] = None,
+    llm: LlmOpt = None,
     venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
     bib: BibOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
