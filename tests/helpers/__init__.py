@@ -1,0 +1,1 @@
+"""Helpers the tests share (no test file imports another test file)."""
