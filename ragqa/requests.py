@@ -37,9 +37,10 @@ class Option:
     pattern: str | None = None
 
 
-def option(default: Any, help: str, **bounds: Any) -> Any:
+def option(default: Any, help: str, kw_only: bool = False, **bounds: Any) -> Any:
     """A dataclass field carrying its `Option` (read back with `options_of`)."""
-    return dataclass_field(default=default, metadata={"option": Option(help, **bounds)})
+    return dataclass_field(default=default, kw_only=kw_only,
+                           metadata={"option": Option(help, **bounds)})
 
 
 def options_of(request_type: type) -> dict[str, tuple[Any, Option]]:
@@ -81,13 +82,19 @@ _LLM = "auto (an LLM when one is configured), openai, or none (extractive)."
 
 
 @dataclass(frozen=True)
-class SearchRequest:
+class _Filtered:
+    """Which papers an operation reads (keyword-only: they follow each request's own fields)."""
+
+    venue: str | None = option(None, _VENUE, kw_only=True)
+    year: int | None = option(None, _YEAR, kw_only=True, ge=1, le=9999)
+    category: str | None = option(None, _CATEGORY, kw_only=True)
+
+
+@dataclass(frozen=True)
+class SearchRequest(_Filtered):
     question: str = option("", "What to look for.", max_length=MAX_TEXT)
     k: int | None = option(None, _K, ge=1, le=MAX_K)
     cut: bool = option(True, "Apply the relevance cut (false: the top k, default 10).")
-    venue: str | None = option(None, _VENUE)
-    year: int | None = option(None, _YEAR, ge=1, le=9999)
-    category: str | None = option(None, _CATEGORY)
 
     def __post_init__(self) -> None:
         _check_bounds(self)
@@ -95,13 +102,10 @@ class SearchRequest:
 
 
 @dataclass(frozen=True)
-class AskRequest:
+class AskRequest(_Filtered):
     question: str = option("", "Your question about the papers.", max_length=MAX_TEXT)
     llm: str = option("auto", _LLM, choices=LLM_CHOICES)
     k: int | None = option(None, "At most this many papers as sources.", ge=1, le=MAX_K)
-    venue: str | None = option(None, _VENUE)
-    year: int | None = option(None, _YEAR, ge=1, le=9999)
-    category: str | None = option(None, _CATEGORY)
 
     def __post_init__(self) -> None:
         _check_bounds(self)
@@ -121,15 +125,12 @@ class ChatRequest:
 
 
 @dataclass(frozen=True)
-class SummarizeRequest:
+class SummarizeRequest(_Filtered):
     topic: str | None = option(None, "What the summary is about.", max_length=MAX_TEXT)
     all: bool = option(False, "Summarize the whole collection instead of a topic.")
     max_papers: int | None = option(None, "At most this many papers (a sample with all).",
                                     ge=2, le=MAX_SUMMARY_PAPERS)
     llm: str = option("auto", _LLM, choices=LLM_CHOICES)
-    venue: str | None = option(None, _VENUE)
-    year: int | None = option(None, _YEAR, ge=1, le=9999)
-    category: str | None = option(None, _CATEGORY)
 
     def __post_init__(self) -> None:
         _check_bounds(self)
