@@ -1,4 +1,5 @@
-"""Question understanding: what a question asks about, apart from how it asks.
+"""Question understanding: what a question asks about, apart from how it asks, and what kind
+of question it is.
 
 "I'm looking for papers that train models with the data spread over many machines, e.g. cutting
 communication costs or tolerating faulty workers?" is a frame ("I'm looking for papers that"), a
@@ -6,6 +7,10 @@ topic ("train models with the data spread over many machines") and examples of i
 communication costs", "tolerating faulty workers"). The dense side embeds the topic and each
 example as sub-queries (a frame says nothing about the topic and dilutes its embedding; a long
 topic dilutes its examples); BM25 gets every content word.
+
+The kind: a list question ("which papers ...", a bare topic) wants every matching paper; a
+claim or a fact question (one about one paper, too) wants the papers that hold it. A question
+in another language has its own frames, and only its Latin-script words for BM25.
 
 Pure text work: no heavy imports, so that the CLI's parsing of a question costs nothing.
 """
@@ -141,3 +146,137 @@ def understand(question: str) -> Understood:
         topic = question.strip()
         subqueries = [topic]
     return Understood(question, topic, tuple(subqueries[:MAX_SUBQUERIES]), topic_and_examples)
+
+
+# ---------------------------------------------------------------- the kind of question
+
+_QUESTION_FRAME = re.compile(
+    r"^\s*(?:(?:which|what|list|find|show(?: me)?|are there|is there|give me)\s+)?"
+    r"(?:(?:all|any|the)\s+)?(?:papers?|works?|studies|articles|abstracts|research)\s+"
+    r"(?:(?:do|does|are|is|that|which)\s+)?"
+    r"(?:(?:deal|deals|dealing|work|works|working)\s+(?:with|on)|about|on|in|for|of|study|"
+    r"studies|address|addresses|tackle|tackles|focus(?:es)? on|propose|proposes|use|uses|"
+    r"involve|involves|cover|covers|concern|concerns|discuss|discusses|do|does|)\s*",
+    re.IGNORECASE,
+)
+_LIST_QUESTION = re.compile(
+    r"^\W*(?:(?:please|hi|hello|can you|could you|would you|i'm|i am|im|we're|we are|i want|"
+    r"i need|i'd like|we need|help me)\b.{0,25}?)?"
+    r"(?:which|what|list|find|show|name|give|any|are there|is there|looking for|searching for|"
+    r"search for|point me to|identify|retrieve|collect|gather|enumerate)\b.{0,30}?"
+    r"\b(?:papers|paper|works|work|studies|articles|publications|research|literature|approaches|"
+    r"methods|contributions|submissions)\b"
+    r"|^\s*(?:the\s+)?(?:papers|works|studies)\s+(?:on|about|that|which|using|with|where)\b"
+    # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
+    r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
+    r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
+    r"find (?:work|research|anything)|show me|any (?:work|research) on)\b",
+    re.IGNORECASE,
+)
+# "What does the DiffPool paper propose?", "How fast is the method of the paper on …": a question
+# about one paper, not a request for a list.
+_ONE_PAPER = re.compile(
+    r"^\s*(?:what|how|which|who|when|where|why)\s+(?:\w+\s+){0,3}?(?:does|do|did|is|was|are)\s+"
+    r"(?:the|this|that|its)\s+(?:[^?]{0,60}?\s)?(?:paper|work|study|article|method|approach|"
+    r"model|system)\b(?!s)", re.IGNORECASE)
+# "What does the paper on X introduce?" -> X: the description of the one paper asked about.
+_ONE_PAPER_FRAME = re.compile(
+    r"^\s*what\s+(?:does|did|do|is)\s+the\s+(?:paper|work|study|article)\s+"
+    r"(?:on|about|that studies|which studies|studying|for|of)\s+(.+?)\s+"
+    r"(?:propose|proposes|introduce|introduces|present|presents|contribute|contributes|show|"
+    r"shows|find|finds|achieve|achieves)\b\W*$", re.IGNORECASE)
+# A bare topic ("spiking neural networks") is at most this many words.
+MAX_TOPIC_WORDS = 8
+# A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
+_CLAIM_LIKE = re.compile(
+    r"\?|^\s*(?:how|what|why|when|where|who|does|do|is|are|can|which)\b"
+    r"|\b(?:is|are|was|were|has|have|had|does|do|did|can|increases?|decreases?|causes?|"
+    r"reduces?|leads?|improves?|predicts?|uses?|shows?|achieves?)\b",
+    re.IGNORECASE,
+)
+
+
+def topic_of(question: str) -> str:
+    """'Which papers do full-duplex speech?' -> 'full-duplex speech': the frame of a "which
+    papers" question says nothing about the topic and dilutes its embedding. A list question is
+    taken apart by `understand` (its topic, without the examples); a claim keeps its words."""
+    if is_list_question(question):
+        return understand(question).topic
+    described = described_paper(question)
+    if described:
+        return described
+    topic = _QUESTION_FRAME.sub("", question, count=1).strip().rstrip("?.! ")
+    return topic if len(topic) >= 3 else question.strip()
+
+
+def described_paper(question: str) -> str | None:
+    """"What does the paper on the training dynamics of wide networks introduce?" -> what
+    describes the one paper asked about, which is what to search for it by (None if the
+    question is not put so)."""
+    described = _ONE_PAPER_FRAME.match(question)
+    return described.group(1) if described and len(described.group(1).split()) >= 2 else None
+
+
+def is_list_question(question: str) -> bool:
+    """'Which papers …', 'papers on …', or a bare topic: the user wants every matching paper.
+    A sentence is a claim, even with a verb that _CLAIM_LIKE does not know ("Autophagy declines
+    in aged organisms."): a topic is short and is not written as a sentence. A question about
+    one paper ("What does the DiffPool paper propose?") is a fact question."""
+    if _ONE_PAPER.search(question):
+        return False
+    if _LIST_QUESTION.search(question):
+        return True
+    if _CLAIM_LIKE.search(question.rstrip().rstrip("?")):  # "spiking networks?" is a topic
+        return False
+    words = question.split()
+    sentence = question.rstrip().endswith(".") and len(words) >= 4
+    return len(words) <= MAX_TOPIC_WORDS and not sentence
+
+
+# ---------------------------------------------------------------- questions in other languages
+
+# Words of a question in another language that BM25 can use: Latin-script words, acronyms and
+# names ("哪些论文研究 full-duplex speech?" -> "full-duplex speech").
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'+.][A-Za-z0-9]+)*")
+# "Which papers" in the languages the translated dev questions are in (Chinese, Japanese,
+# German) and a few more: a list question (the English _LIST_QUESTION cannot read them).
+_FOREIGN_LIST_QUESTION = re.compile(
+    r"哪些|哪几|有什么论文|有什么研究|什么论文|列出|列举|找出|找一下|相关的?论文|的论文|的研究"
+    r"|どの論文|どんな論文|論文を|論文は|論文が|研究は|一覧"
+    r"|어떤 논문|논문"
+    r"|\b(?:welche|gibt es|liste|finde|quels|quelles|cuáles|qué artículos|quais)\b",
+    re.IGNORECASE)
+# The frame of a "which papers" question in those languages, taken off for a second query
+# vector of the topic alone ("哪些论文研究脉冲神经网络？" -> "脉冲神经网络"), as topic_of does in
+# English.
+_FOREIGN_FRAME = re.compile(
+    r"^(?:我在找|我想找|请|帮我)?(?:列出|列举|找一下|找出|找)?(?:有没有|有哪些|哪些|是否有)?"
+    r"(?:论文|研究|工作)?(?:在|是|是关于|关于|研究|涉及|提出了?|做|用|处理)?"
+    r"|(?:的|相关的)?(?:论文|研究|工作)(?:有哪些|是哪些)?[？?。.！!]*$"
+    r"|[？?。.！!]+$"
+    r"|(?:を|に)?(?:研究している|扱っている|関する|提案している)?(?:論文|研究)(?:はどれですか|を挙げてください"
+    r"|を探しています)?[？?。.]*$"
+    r"|^(?:welche|nenne|finde)\s+(?:die\s+)?(?:arbeiten|papers?|studien)\s+"
+    r"(?:befassen sich mit|beschäftigen sich mit|untersuchen|handeln von|nutzen|erzeugen|"
+    r"erkennen|schlagen)?\s*", re.IGNORECASE)
+
+
+def foreign_topic(question: str) -> str:
+    """A question in another language without its "which papers" frame (the question itself
+    when nothing is left)."""
+    topic = question.strip()
+    for _ in range(3):
+        stripped = _FOREIGN_FRAME.sub("", topic).strip()
+        if stripped == topic:
+            break
+        topic = stripped
+    return topic if len(topic) >= 2 else question.strip()
+
+
+def latin_words(question: str) -> str:
+    """The Latin-script words of a question written in another script, for BM25."""
+    return " ".join(_LATIN_WORD.findall(question))
+
+
+def is_foreign_list_question(question: str) -> bool:
+    return bool(_FOREIGN_LIST_QUESTION.search(question)) or is_list_question(question)

@@ -13,7 +13,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,99 +22,44 @@ from ragqa.index import lexical
 from ragqa.index.store import Store, local_dir
 from ragqa.models.glossary import english_words
 from ragqa.resources import DATA_DIR
-from ragqa.retrieval.question import understand
-from ragqa.sources.paper import Paper
-from ragqa.sources.select import category_key, split_categories
-from ragqa.text import split_sentences
+from ragqa.retrieval.fitted import (  # noqa: F401  (callers import them from here until they move)
+    CHINESE_LIST_MODEL,
+    CUT_FOR_CLAIMS,
+    DENSE_WEIGHT,
+    EXPANSION_SHARE,
+    EXPANSION_TERMS,
+    FEEDBACK_BM25_WEIGHT,
+    FEEDBACK_MIN,
+    FEEDBACK_PAPERS,
+    FEEDBACK_Z,
+    LIST_MODEL,
+    MULTILINGUAL_CORE,
+    MULTILINGUAL_LIST_MODEL,
+    CutRule,
+    RelevanceModel,
+    question_signals,
+)
+from ragqa.retrieval.question import (
+    described_paper,
+    foreign_topic,
+    is_foreign_list_question,
+    is_list_question,
+    latin_words,
+    topic_of,
+    understand,
+)
+from ragqa.retrieval.sentences import best_sentence
+from ragqa.retrieval.types import Filters, Hit, SearchResult
 
 if TYPE_CHECKING:
     from ragqa.index.lexical import LexicalIndex
 
-# Weight of the dense score in the fusion, BM25's being the rest (bench/tune_fusion.py).
-DENSE_WEIGHT = 0.5
-# The relevance cut, calibrated by bench/calibrate_cut.py (see README, "Relevance cut").
-# z: how many robust standard deviations a paper's best-chunk similarity stands above the
-# similarity of a random paper of the collection (a per-question background, so the cut means the
-# same for a question that every abstract half-matches and for one that none does).
-# coverage: the idf-weighted share of the question's content words that the paper contains.
-
-
-@dataclass(frozen=True)
-class CutRule:
-    z_strong: float  # semantically far above the background: relevant on its own
-    z_weak: float  # above the background, and ...
-    coverage: float  # ... holding most of the question's rare words
-    near_best: float  # or this close to the best paper when that one is strong (0: off)
-    max_gap: float  # and never further below the best paper than this
-    gate: CutRule | None = None  # keep nothing unless this stricter rule keeps something
-
-
-# A claim or a fact question wants the paper(s) that hold it: calibrated on SciFact train and
-# off-topic claims by bench/calibrate_cut.py (README). "Which papers ..." questions and summary
-# topics want the complete list: the RelevanceModel below decides those.
-CUT_FOR_CLAIMS = CutRule(4.5, 1.0, 0.6, 0.0, 1.0)
 # A question that names a system ("What does CEITNet propose?", "How fast is EGG?") asks about
 # the papers that name it, however far the rest of its wording is from theirs: a name-like word
 # (two capitals, or letters with digits or a Greek letter: CEITNet, EGG, GPT-5, τ-Voice) that at
 # most NAMED_PAPERS papers hold (and at most a tenth of a small collection) keeps those papers.
 NAMED_PAPERS = 5
 _NAME_LIKE = re.compile(r"^(?:.*[A-Z].*[A-Z].*|.*[A-Za-z].*\d.*|.*\d.*[A-Za-z].*|.*[α-ωΑ-Ω].*)$")
-
-@dataclass(frozen=True)
-class RelevanceModel:
-    """The list decision: logistic models over signals that mean the same for any question
-    and any collection size (no score is scaled within one question's candidates), fitted on
-    judged "which papers" questions (bench/lists/eval.py).
-
-    Two decisions. Is the topic in the collection at all (the question's gate: the strongest
-    candidate's signals, since an absent topic still has nearest papers)? Then, paper by paper:
-    is this paper about it? The list is every paper whose probability reaches `threshold`,
-    ranked by that probability."""
-
-    weights: tuple[float, ...]  # one per FEATURES
-    bias: float
-    threshold: float
-    gate_weights: tuple[float, ...] = ()  # one per GATE_FEATURES (none: no gate)
-    gate_bias: float = 0.0
-    gate: float = 0.0  # list nothing unless the topic's probability reaches this
-
-    # z: the topic's similarity against the collection's background; z_best: the best z over
-    # the topic and its examples; z_feedback: z of the similarity to the centre of the first
-    # round's best papers; coverage: the idf-weighted share of the question's words the paper
-    # holds; bm25_share: BM25 against what a paper holding each word once would score;
-    # bm25_expanded: the same for the query expanded from the first round's papers (RM3);
-    # the *_relative ones: each against the first round's best papers (how close a paper is to
-    # the core of what this question found).
-    FEATURES = ("z", "z_best", "z_feedback", "coverage", "bm25_share", "bm25_expanded",
-                "z_relative", "z_feedback_relative", "bm25_expanded_relative")
-    GATE_FEATURES = ("bm25_expanded", "z_feedback", "coverage")
-
-    def probabilities(self, hits: Sequence[Hit]) -> np.ndarray:
-        if not hits:
-            return np.zeros(0)
-        x = np.array([[h.signals[f] for f in self.FEATURES] for h in hits], dtype=np.float64)
-        return _logistic(x @ np.asarray(self.weights) + self.bias)
-
-    def topic_probability(self, hits: Sequence[Hit]) -> float:
-        """How likely the collection covers the question's topic at all."""
-        if not hits:
-            return 0.0
-        if not self.gate_weights:
-            return 1.0
-        strongest = question_signals(hits, self.GATE_FEATURES)
-        return float(_logistic(strongest @ np.asarray(self.gate_weights) + self.gate_bias))
-
-    def rank(self, hits: list[Hit]) -> list[Hit]:
-        """Every hit with its probability set, most probable first."""
-        for hit, p in zip(hits, self.probabilities(hits), strict=True):
-            hit.probability = hit.score = float(p)
-        return sorted(hits, key=lambda h: -h.probability)
-
-    def keep(self, hits: list[Hit]) -> list[Hit]:
-        ranked = self.rank(hits)
-        if self.topic_probability(ranked) < self.gate:
-            return []
-        return [h for h in ranked if h.probability >= self.threshold]
 
 
 @functools.lru_cache(maxsize=4)
@@ -137,14 +82,6 @@ def feedback_size(first_round: np.ndarray) -> int:
     return int(min(FEEDBACK_PAPERS, max(FEEDBACK_MIN, strong)))
 
 
-def question_signals(hits: Sequence[Hit], features: Sequence[str]) -> np.ndarray:
-    """How strong the best candidates are: the mean of each signal's top GATE_TOP values (a
-    topic that is there has several papers that match it well; an absent one, one or two near
-    misses at best)."""
-    return np.array([np.mean(sorted((h.signals[f] for h in hits), reverse=True)[:GATE_TOP])
-                     for f in features], dtype=np.float64)
-
-
 def _within(positions: list[list[int]], window: int) -> bool:
     """Whether one position from each list lies within `window` of the first list's."""
     if not positions or any(not p for p in positions):
@@ -164,20 +101,6 @@ def _leave_one_out(vectors: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", vectors, others) / norms
 
 
-def _logistic(x: np.ndarray | float) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(np.asarray(x, dtype=np.float64), -500.0, 500.0)))
-
-
-# Pseudo-relevance feedback for lists (bench/lists/README.md): the first round ranks by topic z
-# plus this weight times the BM25 share; its best FEEDBACK_PAPERS give the feedback vector and
-# the EXPANSION_TERMS added to the BM25 query, which weigh EXPANSION_SHARE of it.
-FEEDBACK_PAPERS = 8
-FEEDBACK_MIN = 2
-FEEDBACK_Z = 3.0  # on the first round's score: z plus FEEDBACK_BM25_WEIGHT x BM25 share
-FEEDBACK_BM25_WEIGHT = 4.0
-EXPANSION_TERMS = 15
-EXPANSION_SHARE = 0.5
-GATE_TOP = 3
 # A list topic of at most this many content words lists nothing when one of its words is used by
 # no paper (Retriever.names_unknown_subject: "protein structure design" over molecule papers).
 KEY_TERM_TOPIC_WORDS = 3
@@ -187,223 +110,7 @@ REFERENCE_DIR = DATA_DIR
 REFERENCE_PAPERS = 200
 # Multilingual vectors sampled for that space's background (ragqa.retrieval.retrieve.Retriever).
 MULTILINGUAL_BACKGROUND = 2000
-MULTILINGUAL_CORE = 6  # first-round papers that make a foreign question's feedback, at least
 SENTENCE_TERMS = 8  # feedback words that choose a foreign question's best sentences
-# Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
-LIST_MODEL = RelevanceModel(
-    weights=(-0.1869, 0.8739, 1.231, 0.9233, -0.1671, 18.9515, 0.3057, -0.0747, 5.344),
-    bias=-3.6477, threshold=0.91, gate_weights=(10.932, 2.2547, 15.9626), gate_bias=-13.3873,
-    gate=0.4)
-# The list decision for a question in another language, searched with the multilingual
-# vectors: the same signals, but z measured in the multilingual space (its cosines have another
-# scale) and BM25 on the question's Latin-script words only. Fitted by
-# `bench/multilingual/eval.py --slices nips2018,seeds --fit` on the Chinese dev questions
-# (held-out figures: README). With ACL 2022's too, the fit gives BM25 on the question's Latin
-# words a negative weight (-2.1), which empties a mixed or French question's list: not shipped.
-# No topic gate: fitted, it silenced most real topics (held-out recall 0.27 with it, 0.40
-# without, on NeurIPS 2018 in Chinese), so a foreign question on an absent topic gets a list.
-MULTILINGUAL_LIST_MODEL = RelevanceModel(
-    weights=(-1.1363, 1.9092, 0.534, 0.1416, 0.0595, 6.7468, 0.5978, 0.3071, 3.0599),
-    bias=-0.7251, threshold=0.77)
-# A Chinese question's list decision: the same signals, with BM25 and an English query vector
-# also reading the dictionaries' English words for its Chinese ones (models/glossary.py). Fitted by
-# `bench/multilingual/eval.py --fit` (all three slices: its BM25 weights are positive now that
-# BM25 reads the question's words). No topic gate: fitted, it kept 0.5-0.8 of the absent topics
-# silent but cut held-out recall by 0.05-0.09 on every slice.
-CHINESE_LIST_MODEL = RelevanceModel(
-    weights=(-0.0088, 0.6154, 0.7059, 4.9724, 4.0934, 13.8594, 0.8678, 0.0925, 12.7841),
-    bias=-1.5669, threshold=0.89)
-# Words of a question in another language that BM25 can use: Latin-script words, acronyms and
-# names ("哪些论文研究 full-duplex speech?" -> "full-duplex speech").
-_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'+.][A-Za-z0-9]+)*")
-# "Which papers" in the languages the translated dev questions are in (Chinese, Japanese,
-# German) and a few more: a list question (the English _LIST_QUESTION cannot read them).
-_FOREIGN_LIST_QUESTION = re.compile(
-    r"哪些|哪几|有什么论文|有什么研究|什么论文|列出|列举|找出|找一下|相关的?论文|的论文|的研究"
-    r"|どの論文|どんな論文|論文を|論文は|論文が|研究は|一覧"
-    r"|어떤 논문|논문"
-    r"|\b(?:welche|gibt es|liste|finde|quels|quelles|cuáles|qué artículos|quais)\b",
-    re.IGNORECASE)
-
-
-# The frame of a "which papers" question in those languages, taken off for a second query
-# vector of the topic alone ("哪些论文研究脉冲神经网络？" -> "脉冲神经网络"), as topic_of does in
-# English.
-_FOREIGN_FRAME = re.compile(
-    r"^(?:我在找|我想找|请|帮我)?(?:列出|列举|找一下|找出|找)?(?:有没有|有哪些|哪些|是否有)?"
-    r"(?:论文|研究|工作)?(?:在|是|是关于|关于|研究|涉及|提出了?|做|用|处理)?"
-    r"|(?:的|相关的)?(?:论文|研究|工作)(?:有哪些|是哪些)?[？?。.！!]*$"
-    r"|[？?。.！!]+$"
-    r"|(?:を|に)?(?:研究している|扱っている|関する|提案している)?(?:論文|研究)(?:はどれですか|を挙げてください"
-    r"|を探しています)?[？?。.]*$"
-    r"|^(?:welche|nenne|finde)\s+(?:die\s+)?(?:arbeiten|papers?|studien)\s+"
-    r"(?:befassen sich mit|beschäftigen sich mit|untersuchen|handeln von|nutzen|erzeugen|"
-    r"erkennen|schlagen)?\s*", re.IGNORECASE)
-
-
-def foreign_topic(question: str) -> str:
-    """A question in another language without its "which papers" frame (the question itself
-    when nothing is left)."""
-    topic = question.strip()
-    for _ in range(3):
-        stripped = _FOREIGN_FRAME.sub("", topic).strip()
-        if stripped == topic:
-            break
-        topic = stripped
-    return topic if len(topic) >= 2 else question.strip()
-
-
-def latin_words(question: str) -> str:
-    """The Latin-script words of a question written in another script, for BM25."""
-    return " ".join(_LATIN_WORD.findall(question))
-
-
-def is_foreign_list_question(question: str) -> bool:
-    return bool(_FOREIGN_LIST_QUESTION.search(question)) or is_list_question(question)
-
-
-_QUESTION_FRAME = re.compile(
-    r"^\s*(?:(?:which|what|list|find|show(?: me)?|are there|is there|give me)\s+)?"
-    r"(?:(?:all|any|the)\s+)?(?:papers?|works?|studies|articles|abstracts|research)\s+"
-    r"(?:(?:do|does|are|is|that|which)\s+)?"
-    r"(?:(?:deal|deals|dealing|work|works|working)\s+(?:with|on)|about|on|in|for|of|study|"
-    r"studies|address|addresses|tackle|tackles|focus(?:es)? on|propose|proposes|use|uses|"
-    r"involve|involves|cover|covers|concern|concerns|discuss|discusses|do|does|)\s*",
-    re.IGNORECASE,
-)
-_LIST_QUESTION = re.compile(
-    r"^\W*(?:(?:please|hi|hello|can you|could you|would you|i'm|i am|im|we're|we are|i want|"
-    r"i need|i'd like|we need|help me)\b.{0,25}?)?"
-    r"(?:which|what|list|find|show|name|give|any|are there|is there|looking for|searching for|"
-    r"search for|point me to|identify|retrieve|collect|gather|enumerate)\b.{0,30}?"
-    r"\b(?:papers|paper|works|work|studies|articles|publications|research|literature|approaches|"
-    r"methods|contributions|submissions)\b"
-    r"|^\s*(?:the\s+)?(?:papers|works|studies)\s+(?:on|about|that|which|using|with|where)\b"
-    # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
-    r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
-    r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
-    r"find (?:work|research|anything)|show me|any (?:work|research) on)\b",
-    re.IGNORECASE,
-)
-# "What does the DiffPool paper propose?", "How fast is the method of the paper on …": a question
-# about one paper, not a request for a list.
-_ONE_PAPER = re.compile(
-    r"^\s*(?:what|how|which|who|when|where|why)\s+(?:\w+\s+){0,3}?(?:does|do|did|is|was|are)\s+"
-    r"(?:the|this|that|its)\s+(?:[^?]{0,60}?\s)?(?:paper|work|study|article|method|approach|"
-    r"model|system)\b(?!s)", re.IGNORECASE)
-# "What does the paper on X introduce?" -> X: the description of the one paper asked about.
-_ONE_PAPER_FRAME = re.compile(
-    r"^\s*what\s+(?:does|did|do|is)\s+the\s+(?:paper|work|study|article)\s+"
-    r"(?:on|about|that studies|which studies|studying|for|of)\s+(.+?)\s+"
-    r"(?:propose|proposes|introduce|introduces|present|presents|contribute|contributes|show|"
-    r"shows|find|finds|achieve|achieves)\b\W*$", re.IGNORECASE)
-# A bare topic ("spiking neural networks") is at most this many words.
-MAX_TOPIC_WORDS = 8
-# A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
-_CLAIM_LIKE = re.compile(
-    r"\?|^\s*(?:how|what|why|when|where|who|does|do|is|are|can|which)\b"
-    r"|\b(?:is|are|was|were|has|have|had|does|do|did|can|increases?|decreases?|causes?|"
-    r"reduces?|leads?|improves?|predicts?|uses?|shows?|achieves?)\b",
-    re.IGNORECASE,
-)
-
-
-@dataclass
-class Hit:
-    index: int  # the paper's row in the lexical snapshot
-    score: float  # fused (0..1), the order of the results
-    similarity: float  # best chunk's cosine similarity to the question (-1 .. 1)
-    bm25: float
-    chunk_id: str = ""  # the paper's nearest chunk (empty when only BM25 found it)
-    best_sentence: str = ""
-    z: float = 0.0
-    coverage: float = 0.0
-    # The list decision's signals (RelevanceModel.FEATURES, set by Retriever._list_candidates)
-    # and the probability it gives the paper.
-    signals: dict[str, float] = field(default_factory=dict)
-    probability: float = 0.0
-    named: bool = False  # holds a rare name the question uses (NAMED_PAPERS)
-    paper: Paper = None  # type: ignore[assignment]  # read for the hits that are kept
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Which papers a search may return: a venue, a year, an arXiv category, or a set of paper
-    ids (a chat follow-up about "them" searches only the papers the last answer cited)."""
-
-    venue: str | None = None
-    year: int | None = None
-    paper_ids: frozenset[str] | None = None
-    category: str | None = None
-
-    def __bool__(self) -> bool:
-        return (self.venue is not None or self.year is not None or self.paper_ids is not None
-                or self.category is not None)
-
-    def as_dict(self) -> dict:
-        out: dict = {k: v for k, v in (("venue", self.venue), ("year", self.year),
-                                       ("category", self.category)) if v}
-        if self.paper_ids is not None:
-            out["paper_ids"] = sorted(self.paper_ids)
-        return out
-
-    def chroma_where(self) -> dict | None:
-        clauses: list[dict] = []
-        if self.venue:
-            clauses.append({"venue_key": self.venue.lower()})
-        if self.year is not None:
-            clauses.append({"year": self.year})
-        if self.category:
-            clauses.append({category_key(self.category): True})
-        if self.paper_ids is not None:
-            clauses.append({"paper_id": {"$in": sorted(self.paper_ids)}})
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-    def admits(self, paper: Paper) -> bool:
-        """The same test in Python, for papers read from the BM25 snapshot (`summarize --all`)."""
-        return ((not self.venue or paper.venue.lower() == self.venue.lower())
-                and (self.year is None or paper.year == self.year)
-                and (self.paper_ids is None or paper.paper_id in self.paper_ids)
-                and (not self.category or self.category.lower() in
-                     {c.lower() for c in split_categories(paper.extra.get("categories", ""))}))
-
-
-@dataclass
-class SearchResult:
-    query: str
-    hits: list[Hit]
-    total_papers: int
-    considered: int = 0
-    cut_applied: bool = True
-    filters: dict = field(default_factory=dict)
-    # How a question in another language was searched: "multilingual" (its own multilingual
-    # vectors), "translated+multilingual" (an LLM's translation and those, merged), "english" or
-    # "english+translation" (the collection keeps no multilingual vectors: the English model
-    # matched the question itself, or its translation; the answer says how to add them).
-    multilingual: str = ""
-
-
-def topic_of(question: str) -> str:
-    """'Which papers do full-duplex speech?' -> 'full-duplex speech': the frame of a "which
-    papers" question says nothing about the topic and dilutes its embedding. A list question is
-    taken apart by question.py (its topic, without the examples); a claim keeps its words."""
-    if is_list_question(question):
-        return understand(question).topic
-    described = described_paper(question)
-    if described:
-        return described
-    topic = _QUESTION_FRAME.sub("", question, count=1).strip().rstrip("?.! ")
-    return topic if len(topic) >= 3 else question.strip()
-
-
-def described_paper(question: str) -> str | None:
-    """"What does the paper on the training dynamics of wide networks introduce?" -> what
-    describes the one paper asked about, which is what to search for it by (None if the
-    question is not put so)."""
-    described = _ONE_PAPER_FRAME.match(question)
-    return described.group(1) if described and len(described.group(1).split()) >= 2 else None
 
 
 class Retriever:
@@ -1040,35 +747,3 @@ def named_terms(question: str, index: LexicalIndex) -> list[list[str]]:
     return names
 
 
-def is_list_question(question: str) -> bool:
-    """'Which papers …', 'papers on …', or a bare topic: the user wants every matching paper.
-    A sentence is a claim, even with a verb that _CLAIM_LIKE does not know ("Autophagy declines
-    in aged organisms."): a topic is short and is not written as a sentence. A question about
-    one paper ("What does the DiffPool paper propose?") is a fact question."""
-    if _ONE_PAPER.search(question):
-        return False
-    if _LIST_QUESTION.search(question):
-        return True
-    if _CLAIM_LIKE.search(question.rstrip().rstrip("?")):  # "spiking networks?" is a topic
-        return False
-    words = question.split()
-    sentence = question.rstrip().endswith(".") and len(words) >= 4
-    return len(words) <= MAX_TOPIC_WORDS and not sentence
-
-
-def best_sentence(text: str, query_terms: set[str],
-                  sentence_terms: Sequence[list[str]] | None = None) -> str:
-    """The sentence sharing the most (stemmed) words with the question; ties go to the earlier
-    one. Falls back to the first sentence. `sentence_terms`: each sentence's terms, as the
-    snapshot keeps them (`LexicalIndex.sentence_terms`), else they are worked out here."""
-    sentences = split_sentences(text)
-    if not sentences:
-        return text
-    if not query_terms:
-        return sentences[0]
-    if sentence_terms is None or len(sentence_terms) != len(sentences):
-        sentence_terms = [lexical.terms(sentence) for sentence in sentences]
-    scores = [len(query_terms.intersection(words)) / math.sqrt(len(words) + 5)
-              for words in sentence_terms]
-    best = int(np.argmax(scores))
-    return sentences[best] if scores[best] > 0 else sentences[0]

@@ -1,0 +1,150 @@
+"""The fitted numbers of retrieval, each with the script and figure behind it: the fusion
+weight, the relevance cut for claims (CutRule), the list decision (RelevanceModel) for English,
+multilingual and Chinese questions, and the pseudo-relevance feedback's settings.
+
+(Named `fitted`, not `models`, so that it is not taken for ragqa.models, the encoders.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ragqa.retrieval.types import Hit
+
+# Weight of the dense score in the fusion, BM25's being the rest (bench/tune_fusion.py).
+DENSE_WEIGHT = 0.5
+# The relevance cut, calibrated by bench/calibrate_cut.py (see README, "Relevance cut").
+# z: how many robust standard deviations a paper's best-chunk similarity stands above the
+# similarity of a random paper of the collection (a per-question background, so the cut means the
+# same for a question that every abstract half-matches and for one that none does).
+# coverage: the idf-weighted share of the question's content words that the paper contains.
+
+
+@dataclass(frozen=True)
+class CutRule:
+    z_strong: float  # semantically far above the background: relevant on its own
+    z_weak: float  # above the background, and ...
+    coverage: float  # ... holding most of the question's rare words
+    near_best: float  # or this close to the best paper when that one is strong (0: off)
+    max_gap: float  # and never further below the best paper than this
+    gate: CutRule | None = None  # keep nothing unless this stricter rule keeps something
+
+
+# A claim or a fact question wants the paper(s) that hold it: calibrated on SciFact train and
+# off-topic claims by bench/calibrate_cut.py (README). "Which papers ..." questions and summary
+# topics want the complete list: the RelevanceModel below decides those.
+CUT_FOR_CLAIMS = CutRule(4.5, 1.0, 0.6, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class RelevanceModel:
+    """The list decision: logistic models over signals that mean the same for any question
+    and any collection size (no score is scaled within one question's candidates), fitted on
+    judged "which papers" questions (bench/lists/eval.py).
+
+    Two decisions. Is the topic in the collection at all (the question's gate: the strongest
+    candidate's signals, since an absent topic still has nearest papers)? Then, paper by paper:
+    is this paper about it? The list is every paper whose probability reaches `threshold`,
+    ranked by that probability."""
+
+    weights: tuple[float, ...]  # one per FEATURES
+    bias: float
+    threshold: float
+    gate_weights: tuple[float, ...] = ()  # one per GATE_FEATURES (none: no gate)
+    gate_bias: float = 0.0
+    gate: float = 0.0  # list nothing unless the topic's probability reaches this
+
+    # z: the topic's similarity against the collection's background; z_best: the best z over
+    # the topic and its examples; z_feedback: z of the similarity to the centre of the first
+    # round's best papers; coverage: the idf-weighted share of the question's words the paper
+    # holds; bm25_share: BM25 against what a paper holding each word once would score;
+    # bm25_expanded: the same for the query expanded from the first round's papers (RM3);
+    # the *_relative ones: each against the first round's best papers (how close a paper is to
+    # the core of what this question found).
+    FEATURES = ("z", "z_best", "z_feedback", "coverage", "bm25_share", "bm25_expanded",
+                "z_relative", "z_feedback_relative", "bm25_expanded_relative")
+    GATE_FEATURES = ("bm25_expanded", "z_feedback", "coverage")
+
+    def probabilities(self, hits: Sequence[Hit]) -> np.ndarray:
+        if not hits:
+            return np.zeros(0)
+        x = np.array([[h.signals[f] for f in self.FEATURES] for h in hits], dtype=np.float64)
+        return _logistic(x @ np.asarray(self.weights) + self.bias)
+
+    def topic_probability(self, hits: Sequence[Hit]) -> float:
+        """How likely the collection covers the question's topic at all."""
+        if not hits:
+            return 0.0
+        if not self.gate_weights:
+            return 1.0
+        strongest = question_signals(hits, self.GATE_FEATURES)
+        return float(_logistic(strongest @ np.asarray(self.gate_weights) + self.gate_bias))
+
+    def rank(self, hits: list[Hit]) -> list[Hit]:
+        """Every hit with its probability set, most probable first."""
+        for hit, p in zip(hits, self.probabilities(hits), strict=True):
+            hit.probability = hit.score = float(p)
+        return sorted(hits, key=lambda h: -h.probability)
+
+    def keep(self, hits: list[Hit]) -> list[Hit]:
+        ranked = self.rank(hits)
+        if self.topic_probability(ranked) < self.gate:
+            return []
+        return [h for h in ranked if h.probability >= self.threshold]
+
+
+# The topic gate reads the mean of each signal's top GATE_TOP values (question_signals).
+GATE_TOP = 3
+
+
+def question_signals(hits: Sequence[Hit], features: Sequence[str]) -> np.ndarray:
+    """How strong the best candidates are: the mean of each signal's top GATE_TOP values (a
+    topic that is there has several papers that match it well; an absent one, one or two near
+    misses at best)."""
+    return np.array([np.mean(sorted((h.signals[f] for h in hits), reverse=True)[:GATE_TOP])
+                     for f in features], dtype=np.float64)
+
+
+def _logistic(x: np.ndarray | float) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(np.asarray(x, dtype=np.float64), -500.0, 500.0)))
+
+
+# Pseudo-relevance feedback for lists (bench/lists/README.md): the first round ranks by topic z
+# plus this weight times the BM25 share; its best FEEDBACK_PAPERS give the feedback vector and
+# the EXPANSION_TERMS added to the BM25 query, which weigh EXPANSION_SHARE of it.
+FEEDBACK_PAPERS = 8
+FEEDBACK_MIN = 2
+FEEDBACK_Z = 3.0  # on the first round's score: z plus FEEDBACK_BM25_WEIGHT x BM25 share
+FEEDBACK_BM25_WEIGHT = 4.0
+EXPANSION_TERMS = 15
+EXPANSION_SHARE = 0.5
+MULTILINGUAL_CORE = 6  # first-round papers that make a foreign question's feedback, at least
+# Fitted by bench/lists/eval.py --fit on the judged dev sets (bench/lists/, README "Lists").
+LIST_MODEL = RelevanceModel(
+    weights=(-0.1869, 0.8739, 1.231, 0.9233, -0.1671, 18.9515, 0.3057, -0.0747, 5.344),
+    bias=-3.6477, threshold=0.91, gate_weights=(10.932, 2.2547, 15.9626), gate_bias=-13.3873,
+    gate=0.4)
+# The list decision for a question in another language, searched with the multilingual
+# vectors: the same signals, but z measured in the multilingual space (its cosines have another
+# scale) and BM25 on the question's Latin-script words only. Fitted by
+# `bench/multilingual/eval.py --slices nips2018,seeds --fit` on the Chinese dev questions
+# (held-out figures: README). With ACL 2022's too, the fit gives BM25 on the question's Latin
+# words a negative weight (-2.1), which empties a mixed or French question's list: not shipped.
+# No topic gate: fitted, it silenced most real topics (held-out recall 0.27 with it, 0.40
+# without, on NeurIPS 2018 in Chinese), so a foreign question on an absent topic gets a list.
+MULTILINGUAL_LIST_MODEL = RelevanceModel(
+    weights=(-1.1363, 1.9092, 0.534, 0.1416, 0.0595, 6.7468, 0.5978, 0.3071, 3.0599),
+    bias=-0.7251, threshold=0.77)
+# A Chinese question's list decision: the same signals, with BM25 and an English query vector
+# also reading the dictionaries' English words for its Chinese ones (models/glossary.py). Fitted by
+# `bench/multilingual/eval.py --fit` (all three slices: its BM25 weights are positive now that
+# BM25 reads the question's words). No topic gate: fitted, it kept 0.5-0.8 of the absent topics
+# silent but cut held-out recall by 0.05-0.09 on every slice.
+CHINESE_LIST_MODEL = RelevanceModel(
+    weights=(-0.0088, 0.6154, 0.7059, 4.9724, 4.0934, 13.8594, 0.8678, 0.0925, 12.7841),
+    bias=-1.5669, threshold=0.89)
