@@ -61,7 +61,7 @@ def _retriever(home: Path, collection: str, sources: list[Path]):
     from ragqa.index.ingest import ingest_paths
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, collection, make_encoder(settings))
@@ -70,7 +70,7 @@ def _retriever(home: Path, collection: str, sources: list[Path]):
 
 
 def _signals(retriever, question: str, depth: int = 20) -> list[tuple[str, str, float, float]]:
-    from ragqa.retrieval.retrieve import CUT_FOR_CLAIMS
+    from ragqa.retrieval.fitted import CUT_FOR_CLAIMS
 
     # The fused ranking and its z / coverage, whatever the kind of question (a CutRule's path).
     hits = retriever.search(question, k=depth, cut=False, rule=CUT_FOR_CLAIMS).hits
@@ -79,7 +79,8 @@ def _signals(retriever, question: str, depth: int = 20) -> list[tuple[str, str, 
 
 def _kept(signals, z_strong: float, z_weak: float, coverage: float, near_best: float,
           max_gap: float, gate=None) -> set[str]:  # noqa: ANN001
-    from ragqa.retrieval.retrieve import CutRule, keep_decisions
+    from ragqa.retrieval.decide import keep_decisions
+    from ragqa.retrieval.fitted import CutRule
 
     rule = CutRule(z_strong, z_weak, coverage, near_best, max_gap, gate)
     return {pid for (pid, *_), keep in zip(signals, keep_decisions(
@@ -140,7 +141,7 @@ def main() -> int:
         cache.write_text(json.dumps([[(s, sorted(r)) for s, r in on_scifact], on_seeds,
                                      [(s, sorted(r)) for s, r in labelled]]))
 
-    from ragqa.retrieval.retrieve import CUT_FOR_CLAIMS, CutRule
+    from ragqa.retrieval.fitted import CUT_FOR_CLAIMS, CutRule
 
     # The CutRules lists and summaries used before bench/lists/eval.py's RelevanceModel.
     CUT_FOR_LISTS = CutRule(3.5, 1.5, 0.4, 1.0, 1.0)  # noqa: N806

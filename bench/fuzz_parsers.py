@@ -51,7 +51,7 @@ from hypothesis import strategies as st
 from ragqa.answering.answer import CITATION, check_citations, expand_citation
 from ragqa.errors import CorpusError
 from ragqa.resources import seed_files
-from ragqa.retrieval.retrieve import Hit
+from ragqa.retrieval.types import Hit
 from ragqa.sources import read_sources
 from ragqa.sources.export import to_bibtex
 from ragqa.sources.paper import Paper, text_id

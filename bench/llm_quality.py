@@ -169,7 +169,7 @@ def main() -> None:
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
     from ragqa.models.llm import make_llm
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     assert CliRunner().invoke(app, ["ingest", "--seeds", "--quiet"]).exit_code == 0
     settings = load_settings()

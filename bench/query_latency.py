@@ -59,7 +59,7 @@ def warm_latencies(home: Path, collection: str, queries: list[str]) -> dict:
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
     from ragqa.models.llama_embedding import as_llama_embedding
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings(os.environ)
     store = Store(settings, collection, make_encoder(settings))

@@ -171,7 +171,7 @@ def main() -> None:
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
     from ragqa.models.llm import make_llm
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     result = CliRunner().invoke(app, ["ingest", "--seeds", "--quiet"])
     assert result.exit_code == 0, result.output

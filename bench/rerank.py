@@ -121,7 +121,7 @@ def main() -> int:
     from ragqa.config import load_settings
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     retriever = Retriever(Store(settings, "scifact", make_encoder(settings)))
@@ -158,7 +158,7 @@ def main_reading(args) -> int:  # noqa: ANN001
     from ragqa.config import load_settings
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, args.collection or args.reading, make_encoder(settings))

@@ -32,7 +32,9 @@ def fetch_rankings(home: Path, queries: dict[str, str]) -> dict[str, tuple[list,
     from ragqa.config import load_settings
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
-    from ragqa.retrieval.retrieve import Filters, Retriever, topic_of
+    from ragqa.retrieval.question import topic_of
+    from ragqa.retrieval.retriever import Retriever
+    from ragqa.retrieval.types import Filters
 
     settings = load_settings(os.environ)
     retriever = Retriever(Store(settings, "scifact", make_encoder(settings)))
@@ -60,7 +62,7 @@ def fuse(dense: list[tuple[str, float]], bm25: list[tuple[str, float]], rrf_k: f
 
 
 def _scaled(ranked: list[tuple[str, float]]) -> dict[str, float]:
-    from ragqa.retrieval.retrieve import min_max
+    from ragqa.retrieval.candidates import min_max
 
     return dict(zip((pid for pid, _ in ranked), min_max([s for _, s in ranked]), strict=True))
 
@@ -83,7 +85,7 @@ def main() -> int:
         print(f"skipped: no SciFact data at {args.data}")
         return 0
     from ragqa.evaluate import mean_metrics, read_qrels, read_queries
-    from ragqa.retrieval.retrieve import DENSE_WEIGHT
+    from ragqa.retrieval.fitted import DENSE_WEIGHT
 
     qrels = read_qrels(args.data / f"qrels_{args.split}.tsv")
     queries = {q: t for q, t in read_queries(args.data / "queries.jsonl").items() if q in qrels}

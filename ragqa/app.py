@@ -67,7 +67,8 @@ from ragqa.requests import (
     SummarizeRequest,
 )
 from ragqa.resources import seed_files
-from ragqa.retrieval.retrieve import Filters, Retriever, SearchResult
+from ragqa.retrieval.retriever import Retriever
+from ragqa.retrieval.types import Filters, SearchResult
 from ragqa.sources import read_sources
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import Selection

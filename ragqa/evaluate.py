@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from ragqa.errors import CorpusError
 from ragqa.index.ingest import ingest_sources
-from ragqa.retrieval.retrieve import Retriever
+from ragqa.retrieval.retriever import Retriever
 from ragqa.sources import ReadReport, read_sources
 
 if TYPE_CHECKING:

@@ -95,7 +95,8 @@ def test_a_common_name_is_no_name(seeded, home):
     from ragqa.config import load_settings
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
-    from ragqa.retrieval.retrieve import Retriever, named_terms
+    from ragqa.retrieval.retriever import Retriever
+    from ragqa.retrieval.signals import named_terms
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     index = Retriever(Store(settings, "default", make_encoder(settings))).lexical
@@ -119,7 +120,7 @@ def test_a_share_is_answered_by_a_percentage(seeded):
     ("What does the DiffPool paper propose?", None),
 ])
 def test_a_question_about_one_paper_is_a_fact_question(question, topic):
-    from ragqa.retrieval.retrieve import is_list_question, topic_of
+    from ragqa.retrieval.question import is_list_question, topic_of
 
     assert not is_list_question(question)
     if topic:

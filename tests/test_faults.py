@@ -144,7 +144,7 @@ def test_429_once_through_the_api_streams_the_whole_answer(seeded, llm_server, h
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
     from ragqa.models.llm import make_llm
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     times: list[float] = []
     llm_server.reply = _rate_limited_first(times)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ragqa.retrieval.question import strip_frame, understand
-from ragqa.retrieval.retrieve import LIST_MODEL, is_list_question
+from ragqa.retrieval.fitted import LIST_MODEL
+from ragqa.retrieval.question import is_list_question, strip_frame, understand
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "seed_lists.json").read_text())
 QUESTIONS = FIXTURE["questions"]

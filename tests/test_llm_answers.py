@@ -20,7 +20,7 @@ from ragqa.errors import LLMError
 from ragqa.index.store import Store
 from ragqa.models.encoders import make_encoder
 from ragqa.models.llm import make_llm
-from ragqa.retrieval.retrieve import Retriever
+from ragqa.retrieval.retriever import Retriever
 
 from .conftest import FULL_DUPLEX
 from .llm_server import Reply, prompt_of, rough_tokens
@@ -253,7 +253,7 @@ def test_the_terminal_shows_the_wait_for_the_model():
 def test_fit_sources_keeps_the_most_relevant_and_each_paper_s_best_sentence(abstracts, budget,
                                                                             best):
     from ragqa.answering.answer import fit_sources
-    from ragqa.retrieval.retrieve import Hit
+    from ragqa.retrieval.types import Hit
     from ragqa.sources.paper import Paper
 
     hits = []

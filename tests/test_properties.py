@@ -29,7 +29,7 @@ from ragqa.answering.answer import (
     expand_citation,
 )
 from ragqa.errors import CorpusError
-from ragqa.retrieval.retrieve import Hit
+from ragqa.retrieval.types import Hit
 from ragqa.sources import read_sources
 from ragqa.sources.paper import Paper, text_id
 

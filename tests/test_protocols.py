@@ -15,7 +15,7 @@ from ragqa.index.store import Store
 from ragqa.models import LLM, Encoder
 from ragqa.models.encoders import LocalMiniLM, MultilingualE5, OpenAICompatibleEmbedder
 from ragqa.models.llm import ChatLLM, LocalGGUF
-from ragqa.retrieval.retrieve import Retriever
+from ragqa.retrieval.retriever import Retriever
 from ragqa.sources import ReadReport
 from ragqa.sources.paper import Paper
 from tests.helpers.fakes import HashingEncoder, ScriptedLLM

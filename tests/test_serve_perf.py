@@ -65,7 +65,7 @@ def test_kept_vectors_are_what_chroma_holds(core):
 
 def test_a_warm_search_answers_as_a_fresh_retriever_does(core):
     from ragqa.app import search, search_json
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     # the second round reads no Chroma
     warm = [core.search(SearchRequest(q)) for q in QUESTIONS + QUESTIONS]

@@ -106,7 +106,7 @@ THRESHOLDS = np.arange(-6.0, 8.0, 0.1)
 
 
 def _gate_open(model, hits) -> bool:
-    from ragqa.retrieval.retrieve import RelevanceModel, question_signals
+    from ragqa.retrieval.fitted import RelevanceModel, question_signals
 
     signals = np.array(question_signals(hits, RelevanceModel.GATE_FEATURES))
     topic = 1 / (1 + np.exp(-(signals @ np.array(model.gate_weights) + model.gate_bias)))
@@ -244,7 +244,7 @@ def main() -> int:
     if not (args.data / "corpus.jsonl.gz").is_file():
         print(f"skipped: no mlconf data at {args.data}")
         return 0
-    from ragqa.retrieval.retrieve import RelevanceModel
+    from ragqa.retrieval.fitted import RelevanceModel
 
     runs_by_slice = {}
     for name in lists_eval.SLICES:

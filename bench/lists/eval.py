@@ -117,7 +117,7 @@ def retriever_for(home: Path, collection: str, sources: list[Path]):
     from ragqa.index.ingest import ingest_paths
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, collection, make_encoder(settings))
@@ -165,7 +165,7 @@ def summarise(rows: list[dict[str, float]]) -> dict[str, float]:
 # ---------------------------------------------------------------- calibration
 
 def features(hits) -> np.ndarray:
-    from ragqa.retrieval.retrieve import RelevanceModel
+    from ragqa.retrieval.fitted import RelevanceModel
 
     return np.array([[h.signals[f] for f in RelevanceModel.FEATURES] for h in hits],
                     dtype=np.float64).reshape(len(hits), len(RelevanceModel.FEATURES))
@@ -198,7 +198,7 @@ def calibrate(train: list[tuple[Question, list, np.ndarray]]):
     the two thresholds: abstention >= MIN_ABSTENTION first, then the best recall at precision
     >= MIN_PRECISION, or the best F1 where no setting is that precise.
     """
-    from ragqa.retrieval.retrieve import RelevanceModel, question_signals
+    from ragqa.retrieval.fitted import RelevanceModel, question_signals
 
     xs, ys = [], []
     for q, hits, x in train:
@@ -243,7 +243,7 @@ def calibrate(train: list[tuple[Question, list, np.ndarray]]):
 
 def candidate_runs(retriever, questions: list[Question]):
     """Each question's candidates with the decision's signals (no cut), ids attached."""
-    from ragqa.retrieval.retrieve import LIST_MODEL
+    from ragqa.retrieval.fitted import LIST_MODEL
 
     runs = []
     for q in questions:

@@ -32,7 +32,7 @@ def retriever_for(home: Path, collection: str, corpus: Path):
     from ragqa.index.ingest import ingest_paths
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, collection, make_encoder(settings))
@@ -42,7 +42,8 @@ def retriever_for(home: Path, collection: str, corpus: Path):
 
 def pool(retriever, question: str, keywords: list[str], depth: int,
          papers: list[dict]) -> list[str]:
-    from ragqa.retrieval.retrieve import CUT_FOR_LISTS, LIST_MODEL, topic_of
+    from ragqa.retrieval.fitted import CUT_FOR_LISTS, LIST_MODEL
+    from ragqa.retrieval.question import topic_of
 
     lex = retriever.lexical
     bm25 = [lex.papers_by_index([i])[0].paper_id for i, _ in lex.search(question, depth)]

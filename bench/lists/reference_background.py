@@ -37,7 +37,7 @@ def main() -> int:
     from ragqa.config import load_settings
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder, make_multilingual_encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     encoder = make_encoder(settings)

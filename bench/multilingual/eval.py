@@ -71,7 +71,7 @@ def retriever_for(home: Path, data: Path, name: str):
     from ragqa.index.ingest import ingest_paths
     from ragqa.index.store import Store
     from ragqa.models.encoders import make_encoder, make_multilingual_encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
     store = Store(settings, name, make_encoder(settings))
@@ -82,7 +82,7 @@ def retriever_for(home: Path, data: Path, name: str):
 
 def foreign_runs(retriever, questions: list) -> list:
     """Each question's multilingual candidates with their signals (no cut)."""
-    from ragqa.retrieval.retrieve import MULTILINGUAL_LIST_MODEL
+    from ragqa.retrieval.fitted import MULTILINGUAL_LIST_MODEL
 
     runs = []
     for q in questions:
@@ -139,7 +139,7 @@ def main() -> int:
     if not (args.data / "corpus.jsonl.gz").is_file():
         print(f"skipped: no mlconf data at {args.data}")
         return 0
-    from ragqa.retrieval.retrieve import CHINESE_LIST_MODEL, LIST_MODEL, MULTILINGUAL_LIST_MODEL
+    from ragqa.retrieval.fitted import CHINESE_LIST_MODEL, LIST_MODEL, MULTILINGUAL_LIST_MODEL
 
     retrievers, english_runs, foreign = {}, {}, {}
     cached = pickle.loads(args.cache.read_bytes()) if args.cache and args.cache.is_file() \

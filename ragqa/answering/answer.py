@@ -30,14 +30,15 @@ from ragqa.answering.prompts import load_prompt
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
 from ragqa.models.rerank import cross_encoder
-from ragqa.retrieval.retrieve import Filters, Hit, SearchResult, is_list_question, topic_of
+from ragqa.retrieval.question import is_list_question, topic_of
+from ragqa.retrieval.types import Filters, Hit, SearchResult
 from ragqa.sources.paper import contribution_sentence, strip_marks
 from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
     from ragqa.models import LLM, Encoder
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
 # A cited sentence whose best cosine similarity to the sentences of the abstracts it cites is
 # below this is reported as unsupported. Calibrated by bench/calibrate_support.py on SciFact's

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 from ragqa.answering.answer import Answer, answer_question, detect_language
 from ragqa.answering.messages import joined, message
 from ragqa.answering.prompts import load_prompt
-from ragqa.retrieval.retrieve import Filters
+from ragqa.retrieval.types import Filters
 from ragqa.sources.export import reference_link
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
     from ragqa.models import LLM
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
 # Words that point back at papers of an earlier turn. "it"/"its"/"this paper" mean one paper;
 # "them"/"they"/"these"/"those" all the papers the last answer cited.

@@ -33,14 +33,16 @@ from ragqa.answering.citations import normalise_citations
 from ragqa.answering.messages import message, shown_topic
 from ragqa.answering.prompts import load_prompt
 from ragqa.index import lexical
+from ragqa.retrieval.fitted import LIST_MODEL
 from ragqa.retrieval.question import strip_frame
-from ragqa.retrieval.retrieve import LIST_MODEL, Filters, Hit, best_sentence
+from ragqa.retrieval.sentences import best_sentence
+from ragqa.retrieval.types import Filters, Hit
 from ragqa.sources.export import reference_link
 from ragqa.sources.paper import Paper, contribution_sentence, strip_marks
 
 if TYPE_CHECKING:
     from ragqa.models import LLM
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
 MIN_THEMES, MAX_THEMES = 2, 10
 # A theme has at least this many papers (beyond the fewest themes a collection gets).

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from ragqa.config import Settings
     from ragqa.faces.render import Renderer
-    from ragqa.retrieval.retrieve import Retriever
+    from ragqa.retrieval.retriever import Retriever
 
 app = typer.Typer(
     help="Question answering over collections of ML-paper abstracts, with citations that point "

@@ -23,7 +23,7 @@ from ragqa.text import json_text, safe
 if TYPE_CHECKING:
     from ragqa.config import Settings
     from ragqa.index.ingest import IngestReport
-    from ragqa.retrieval.retrieve import SearchResult
+    from ragqa.retrieval.types import SearchResult
     from ragqa.sources.paper import Paper
 
 def markup(text: str) -> str:
