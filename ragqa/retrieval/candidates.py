@@ -80,6 +80,16 @@ class CandidatePool:
                     out[r, j] = sim
         return out
 
+    def hits(self, scores: Sequence[float], similarity: np.ndarray, bm25: np.ndarray,
+             signals: dict[str, np.ndarray]) -> list[Hit]:
+        """The pool's papers as hits: `scores`, `similarity` and `signals` by pool row, `bm25`
+        by snapshot row."""
+        return [Hit(row, scores[r], float(similarity[r]), float(bm25[row]),
+                    chunk_id=self.best_chunk.get(self.pids[r], ""), z=float(signals["z"][r]),
+                    coverage=float(signals["coverage"][r]),
+                    signals={k: float(v[r]) for k, v in signals.items()})
+                for r, row in enumerate(self.rows)]
+
 
 @dataclass(frozen=True)
 class Embedding:

@@ -199,22 +199,18 @@ class Retriever:
         feedback = feedback_round(english, pool, core, query_terms, allowed, where, n)
 
         question_z, feedback_z, similarity = space.measure(pool, probes, feedback.centre, core)
-        coverage = self.lexical.coverage(query_terms, pool.rows).astype(np.float64)
-        expanded_share = feedback.scores[pool.rows] / weighted_ideal(self.lexical,
-                                                                     feedback.weights)
-        signals = list_signals(question_z, feedback_z, coverage, bm25[pool.rows] / ideal,
-                               expanded_share, core)
+        expanded_ideal = weighted_ideal(self.lexical, feedback.weights)
+        signals = list_signals(
+            question_z, feedback_z, core=core,
+            coverage=self.lexical.coverage(query_terms, pool.rows).astype(np.float64),
+            bm25_share=bm25[pool.rows] / ideal,
+            bm25_expanded=feedback.scores[pool.rows] / expanded_ideal)
         # The fused score orders a claim's candidates (CutRule): z and BM25 alike. A
         # RelevanceModel replaces it by its probability.
         fused = min_max(list(signals["z_best"] + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal))
-        hits = [Hit(index, fused[r], float(similarity[r]), float(bm25[index]),
-                    chunk_id=pool.best_chunk.get(pool.pids[r], ""), z=float(signals["z"][r]),
-                    coverage=float(coverage[r]),
-                    signals={k: float(v[r]) for k, v in signals.items()})
-                for r, index in enumerate(pool.rows)]
         telling = sorted(feedback.weights, key=lambda t: -feedback.weights[t])
-        return hits, list(dict.fromkeys([*query_terms,
-                                         *telling[:space.sentence_feedback_words]]))
+        return (pool.hits(fused, similarity, bm25, signals),
+                list(dict.fromkeys([*query_terms, *telling[:space.sentence_feedback_words]])))
 
     def _claim_candidates(self, query: str, n: int, filters: Filters,
                           allowed: np.ndarray | None) -> tuple[list[Hit], list[str]]:

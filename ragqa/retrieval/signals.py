@@ -110,8 +110,8 @@ def weighted_ideal(index: LexicalIndex, weights: dict[str, float]) -> float:
     return sum(w * idf[t] for t, w in weights.items()) or 1.0
 
 
-def list_signals(question_z: np.ndarray, feedback_z: np.ndarray, coverage: np.ndarray,
-                 bm25_share: np.ndarray, bm25_expanded: np.ndarray, core: np.ndarray
+def list_signals(question_z: np.ndarray, feedback_z: np.ndarray, *, core: np.ndarray,
+                 coverage: np.ndarray, bm25_share: np.ndarray, bm25_expanded: np.ndarray
                  ) -> dict[str, np.ndarray]:
     """The RelevanceModel's FEATURES of every candidate. `question_z`: papers x the question's
     query vectors, the first one its topic; `feedback_z`: against the feedback centre; `core`:

@@ -32,6 +32,7 @@ from ragqa.retrieval.fitted import (
     RelevanceModel,
 )
 from ragqa.retrieval.question import (
+    Understood,
     foreign_topic,
     is_foreign_list_question,
     is_list_question,
@@ -97,7 +98,7 @@ class EnglishSpace(QuerySpace):
         self.word_rules = word_rules
 
     @functools.cached_property
-    def understood(self):
+    def understood(self) -> Understood:
         return understand(self.question)
 
     @property
