@@ -44,27 +44,20 @@ SENTENCE_TERMS = 8  # feedback words that choose a foreign question's best sente
 
 
 class QuerySpace(ABC):
-    """A question as one query space searches it. `english` is the collection's own space,
-    where the feedback round is taken."""
+    """A question as one query space searches it: what differs between the spaces, for the
+    one pipeline (Retriever._search). The `english` embedding `probes` is given is the
+    collection's own space, where the feedback round is taken for every question."""
 
     label = ""  # SearchResult.multilingual
     word_rules = True  # decide_list's rules on the question's words apply
     fuses_claims = True  # a claim's candidates: one query vector fused with BM25 (or the list's)
     widens_follow_ups = True  # a follow-up's claim keeps each paper that clears the rule alone
     sentence_feedback_words = 0  # feedback words that join the question's to choose sentences
+    words: str  # what BM25 reads
+    names_in: str  # where the rare names a claim is about are looked for (signals.named_terms)
 
     def __init__(self, question: str) -> None:
         self.question = question
-
-    @property
-    @abstractmethod
-    def words(self) -> str:
-        """What BM25 reads."""
-
-    @property
-    @abstractmethod
-    def names_in(self) -> str:
-        """Where the rare names a claim is about are looked for (signals.named_terms)."""
 
     @abstractmethod
     def default_rule(self) -> CutRule | RelevanceModel:
@@ -122,8 +115,9 @@ class EnglishSpace(QuerySpace):
 
     def measure(self, pool: CandidatePool, probes: list[Probe], centre: Probe,
                 core: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The centre is measured with the question's vectors, in one product (the figures the
-        model was fitted on); a hit shows the topic's similarity."""
+        """The centre is measured with the question's vectors, in one product: the floats
+        LIST_MODEL was fitted on (a product of another shape rounds its sums otherwise). A hit
+        shows the topic's similarity."""
         similarity, z = probes[0].joined(centre).measure(pool, core)
         return z[:, :-1], z[:, -1], similarity[:, 0]
 
@@ -136,7 +130,7 @@ class MultilingualSpace(QuerySpace):
     label = "multilingual"
     word_rules = False  # its words are not English: the calibrated model alone decides
     fuses_claims = False  # a claim is decided on the list's candidates, by their fused score
-    widens_follow_ups = False
+    widens_follow_ups = False  # as it always was: a follow-up's claim keeps the rule's max_gap
     # A paper's best sentence is chosen by English words: the question's own and the
     # feedback's most telling ones (the question's other words are in no abstract).
     sentence_feedback_words = SENTENCE_TERMS
@@ -188,8 +182,8 @@ class MultilingualSpace(QuerySpace):
 
     def measure(self, pool: CandidatePool, probes: list[Probe], centre: Probe,
                 core: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The centre is measured apart; a hit shows the question's multilingual cosine to
-        the paper's chunk 0."""
+        """The centre is measured apart. A hit shows the question's multilingual cosine to
+        the paper's chunk 0 (a nearer chunk does not count here, as it always was)."""
         feedback_z = centre.measure(pool, core)[1][:, 0]
         similarity = self.multilingual.vectors_of(pool) @ probes[0].vectors[0]
         return self._z(pool, probes), feedback_z, similarity
