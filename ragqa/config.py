@@ -22,6 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ragqa.errors import ConfigError
+from ragqa.text import public_endpoint
+
+# Settings that hold a URL, which may carry credentials (`http://user:KEY@host/v1?key=KEY`).
+_ENDPOINTS = ("openai_base_url", "embed_base_url")
 
 
 class Secret:
@@ -206,6 +210,12 @@ class Settings:
         return (self.llm == "openai" or bool(self.openai_api_key) or bool(self.openai_base_url)
                 or self.llm_gguf is not None)
 
+    @property
+    def llm_endpoint(self) -> str:
+        """The LLM endpoint as people may see it (no credentials, no query): answers, logs,
+        saved chats and `doctor` show this, never `openai_base_url` itself."""
+        return public_endpoint(self.openai_base_url) or "the OpenAI API"
+
     def with_overrides(self, **changes: object) -> Settings:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
@@ -216,7 +226,14 @@ class Settings:
         rows = []
         for f in fields(self):
             value = getattr(self, f.name)
-            shown = value.masked() if isinstance(value, Secret) else str(value)
+            if isinstance(value, Secret):
+                shown = value.masked()
+            elif f.name in _ENDPOINTS and value:
+                shown = public_endpoint(value)
+                if shown != value.rstrip("/"):
+                    shown += " (credentials and query hidden)"
+            else:
+                shown = str(value)
             rows.append((f.name, shown))
         return rows
 

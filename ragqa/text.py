@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 # Whole escape sequences (CSI, 7-bit or the one-character C1 form, and OSC), so that their
@@ -47,3 +48,15 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[$*τ])")
 
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+def public_endpoint(url: str) -> str:
+    """An endpoint as people may see it: scheme, host, port and path, never the user name,
+    password, query or fragment (`http://alice:KEY@host/v1?api-key=KEY` -> `http://host/v1`).
+    Every answer, log line, saved chat, page and `doctor` shows endpoints through this. A plain
+    URL stays as it was, trailing slash aside (it is part of existing indexes' embedder ids)."""
+    if not url or not any(mark in url for mark in "@?#"):
+        return url.rstrip("/")
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
+                      ).rstrip("/")

@@ -62,7 +62,7 @@ def _llm(settings: Settings) -> str:
         models = [m.id for m in client.models.list()]
     except openai.APIError as exc:
         raise RuntimeError(describe_failure(exc, settings)) from None
-    where = settings.openai_base_url or "api.openai.com"
+    where = settings.llm_endpoint
     note = "" if settings.llm_model in models or not models else (
         f"; model {settings.llm_model!r} not among {len(models)} listed")
     return f"{where} answers; model {settings.llm_model}{note}"

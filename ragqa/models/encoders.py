@@ -19,13 +19,13 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from ragqa.errors import EmbeddingError
 from ragqa.models import Encoder
 from ragqa.resources import TOKENIZER_FILE
+from ragqa.text import public_endpoint
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -324,7 +324,7 @@ class OpenAICompatibleEmbedder:
         self._batch_size = max(1, batch_size)
         self._concurrency = max(1, concurrency)
         self._retries = max(0, retries)
-        self.embedder_id = f"openai:{model}@{_public_url(base_url) or 'api.openai.com'}"
+        self.embedder_id = f"openai:{model}@{public_endpoint(base_url) or 'api.openai.com'}"
         self.dimension = 0  # known after the first call
         self._openai = openai
 
@@ -419,16 +419,6 @@ class OpenAICompatibleEmbedder:
         vectors = np.vstack(parts)
         self.dimension = int(vectors.shape[1])
         return vectors
-
-
-def _public_url(url: str) -> str:
-    """The URL without credentials, query or fragment: what may be stored in the index and
-    shown in messages. A plain URL stays as it was (it is part of existing indexes' ids)."""
-    if not any(mark in url for mark in "@?#"):
-        return url.rstrip("/")
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
-                      ).rstrip("/")
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -34,7 +34,7 @@ def describe_failure(exc: BaseException, settings: Settings) -> str:
     import httpx
     import openai
 
-    where = settings.openai_base_url or "the OpenAI API"
+    where = settings.llm_endpoint
     status = getattr(exc, "status_code", None)
     if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
         what = (f"did not answer within {settings.llm_first_token_timeout:g} s "
@@ -116,7 +116,7 @@ class ChatLLM:
 
     @property
     def description(self) -> str:
-        return f"{self.model} via {self.settings.openai_base_url or 'the OpenAI API'}"
+        return f"{self.model} via {self.settings.llm_endpoint}"
 
     def context_window(self) -> int | None:
         """The context the server says it has (llama.cpp's server: `n_ctx` in /props), asked
@@ -187,7 +187,7 @@ class ChatLLM:
                 started = True
                 yield item.delta
         if not finished:  # the connection closed before the server said the answer was done
-            where = self.settings.openai_base_url or "the OpenAI API"
+            where = self.settings.llm_endpoint
             raise LLMError(f"LLM endpoint {where} broke off the answer mid-stream")
 
     def _within(self, seconds: float, call: Any) -> Any:
@@ -205,7 +205,7 @@ class ChatLLM:
         return value
 
     def _stalled(self, started: bool) -> str:
-        where = self.settings.openai_base_url or "the OpenAI API"
+        where = self.settings.llm_endpoint
         if started:
             return (f"LLM endpoint {where} sent no token for {self.settings.llm_timeout:g} s "
                     "mid-answer (RAGQA_LLM_TIMEOUT)")
