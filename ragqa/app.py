@@ -31,6 +31,7 @@ from ragqa.answering.chat import (
     Turn,
     ask_in_session,
     load_session,
+    new_owned_session,
     new_session,
     save_session,
 )
@@ -457,22 +458,35 @@ class App:
         """One turn of a saved conversation (`ragqa chat`'s sessions: `ragqa chat --resume ID`
         continues it). A new session when `session_id` is None."""
         model = self.llm(request.llm)
+        secret = None
         if request.session_id is None:
-            session = new_session(self.name)
+            session, secret = new_owned_session(self.name)
         else:
-            try:
-                session = load_session(self.settings, request.session_id)
-            except ValueError as exc:
-                raise NotFound(str(exc)) from None
-            if session.collection != self.name:
-                raise UserError(f"session {session.session_id} is about collection "
-                                f"{session.collection!r}; this server answers from {self.name!r}")
+            session = self._owned_session(request)
         with self._session_lock(session.session_id):
             if request.session_id is not None:  # what another request may have added meanwhile
-                session = load_session(self.settings, session.session_id)
+                session = load_session(self.settings, session.session_id, exact=True)
             _, turn = chat_turn(session, request, self.retriever(), model, on_token)
             save_session(self.settings, session)
-        return turn_json(session, turn)
+        # The secret is said once, with the first turn; later turns must send it.
+        return turn_json(session, turn) | ({"session_secret": secret} if secret else {})
+
+    def _owned_session(self, request: ChatRequest) -> Session:
+        """The session a request continues: its exact id and the secret its first turn gave.
+        Whether the id exists or the secret is wrong, the answer is the same "no session"."""
+        refused = NotFound(f"no session {request.session_id!r} for this client (a session "
+                           "continues with the exact id and the session_secret its first turn "
+                           "returned)")
+        try:
+            session = load_session(self.settings, request.session_id, exact=True)
+        except ValueError:
+            raise refused from None
+        if not session.owned_by(request.session_secret):
+            raise refused
+        if session.collection != self.name:
+            raise UserError(f"session {session.session_id} is about collection "
+                            f"{session.collection!r}; this server answers from {self.name!r}")
+        return session
 
     def chat_history(self, history: list[tuple[str, str, list[dict]]], request: ChatRequest,
                      on_token: Callable[[str], None] | None = None) -> dict:

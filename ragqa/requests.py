@@ -117,6 +117,9 @@ class ChatRequest:
     message: str = option("", "The next turn of the conversation.", max_length=MAX_TEXT)
     session_id: str | None = option(None, "The session to continue (default: a new one).",
                                      max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")
+    session_secret: str | None = option(
+        None, "Over HTTP: the secret the session's first turn returned; an id alone does not "
+        "continue a session.", max_length=200)
     llm: str = option("auto", _LLM, choices=LLM_CHOICES)
 
     def __post_init__(self) -> None:

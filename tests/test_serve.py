@@ -163,14 +163,16 @@ def test_llm_failure_is_503_json_and_an_error_event(api, llm):
 def test_chat_turns_are_cli_sessions(api, served):
     first = api("POST", "/api/chat", headers=AUTH,
                 json={"message": FULL_DUPLEX, "llm": "none"}).json()
-    session = first["session_id"]
+    session, secret = first["session_id"], first["session_secret"]
     assert first["turn"] == 1 and first["standalone_question"] == FULL_DUPLEX
     assert first["citations"]
-    events = api.stream("/api/chat", {"session_id": session, "message": "Which of them uses "
-                                      "retrieval?", "llm": "none", "stream": True})
+    events = api.stream("/api/chat", {"session_id": session, "session_secret": secret,
+                                      "message": "Which of them uses retrieval?", "llm": "none",
+                                      "stream": True})
     second = json.loads(events[-1][1])
     assert [kind for kind, _ in events] == ["answer"]
     assert second["turn"] == 2 and second["session_id"] == session
+    assert "session_secret" not in second  # said once, with the first turn
     assert second["standalone_question"] != second["question"]  # "them" spelled out
     # searched among the papers of the first turn only
     assert "Moshi-RAG" in [c["title"] for c in second["citations"]]
@@ -187,6 +189,39 @@ def test_chat_turns_are_cli_sessions(api, served):
     missing = api("POST", "/api/chat", headers=AUTH,
                   json={"session_id": "nosuchsession", "message": "hello"})
     assert missing.status_code == 404 and "nosuchsession" in missing.json()["error"]
+
+
+def test_a_chat_cannot_be_joined_by_a_guessed_prefix_or_a_stolen_id(api, served):
+    first = api("POST", "/api/chat", headers=AUTH,
+                json={"message": FULL_DUPLEX, "llm": "none"}).json()
+    session, secret = first["session_id"], first["session_secret"]
+    assert len(session.rpartition("-")[2]) >= 32  # 128 random bits after the time
+    attempts = {
+        "a guessed prefix": {"session_id": session[:16], "session_secret": secret},
+        "a stolen id": {"session_id": session},
+        "a wrong secret": {"session_id": session, "session_secret": secret[:-2] + "xx"},
+        "the CLI's session": {"session_id": _cli_session(served)},
+    }
+    for what, fields in attempts.items():
+        refused = api("POST", "/api/chat", headers=AUTH,
+                      json={**fields, "message": "Which of them is open source?", "llm": "none"})
+        assert refused.status_code == 404, what
+        body = refused.json()
+        assert set(body) == {"error"} and "citations" not in refused.text, what
+        assert "turn" not in body and str(first["citations"][0]["paper_id"]) not in refused.text
+    saved = json.loads((served.home / "chats" / f"{session}.json").read_text(encoding="utf-8"))
+    assert len(saved["turns"]) == 1 and secret not in json.dumps(saved)
+    owner = api("POST", "/api/chat", headers=AUTH, json={
+        "session_id": session, "session_secret": secret, "message": "Which of them is open "
+        "source?", "llm": "none"})
+    assert owner.status_code == 200 and owner.json()["turn"] == 2
+
+
+def _cli_session(served) -> str:
+    """A session started on the command line (it has no secret: HTTP never continues it)."""
+    started = _cli(served)("chat", "--json", input=f"{FULL_DUPLEX}\n")
+    assert started.exit_code == 0, started.output
+    return json.loads(started.stdout.splitlines()[-1])["session_id"]
 
 
 def test_papers_pages_and_show(api, served):

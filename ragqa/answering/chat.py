@@ -8,11 +8,13 @@ transcript) and never points at a paper retrieved for another question.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -61,6 +63,13 @@ class Session:
     collection: str
     created: float
     turns: list[Turn] = field(default_factory=list)
+    # SHA-256 of the secret that a session started over HTTP gave its client: only that client
+    # continues it over HTTP. Empty for the CLI's sessions (the data folder's owner).
+    owner: str = ""
+
+    def owned_by(self, secret: str | None) -> bool:
+        """Whether `secret` is this session's (always False for a session with no owner)."""
+        return bool(self.owner) and hmac.compare_digest(secret_digest(secret or ""), self.owner)
 
     @property
     def last_cited(self) -> list[str]:
@@ -82,9 +91,22 @@ def sessions_dir(settings: Settings) -> Path:
     return settings.home / "chats"
 
 
+def secret_digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
 def new_session(collection: str) -> Session:
+    """A session whose id cannot be guessed: its time (for sorting and the CLI's prefixes) and
+    128 random bits."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Session(f"{stamp}-{uuid.uuid4().hex[:6]}", collection, time.time())
+    return Session(f"{stamp}-{secrets.token_hex(16)}", collection, time.time())
+
+
+def new_owned_session(collection: str) -> tuple[Session, str]:
+    """A session that only the holder of the returned secret continues over HTTP."""
+    session, secret = new_session(collection), secrets.token_urlsafe(32)
+    session.owner = secret_digest(secret)
+    return session, secret
 
 
 def save_session(settings: Settings, session: Session) -> Path:
@@ -97,13 +119,15 @@ def save_session(settings: Settings, session: Session) -> Path:
     return path
 
 
-def load_session(settings: Settings, session_id: str | None) -> Session:
-    """A saved session by id (or unique prefix); the most recent one when id is None."""
+def load_session(settings: Settings, session_id: str | None, exact: bool = False) -> Session:
+    """A saved session by id (or, unless `exact`, a unique prefix of it: the CLI's convenience);
+    the most recent one when id is None."""
     folder = sessions_dir(settings)
     paths = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() \
         else []
     if session_id:
-        paths = [p for p in paths if p.stem.startswith(session_id)]
+        paths = [p for p in paths if (p.stem == session_id if exact
+                                      else p.stem.startswith(session_id))]
     if not paths or (session_id and len(paths) > 1):
         what = f"session {session_id!r}" if session_id else "a saved session"
         raise ValueError(f"no {what} to resume (ragqa chat --list shows them)" if not paths

@@ -11,6 +11,7 @@ const CITATION = /\[(\d+(?:\s*[-–,]\s*\d+)*)\]/g;
 
 const state = {
   sessionId: null,   // the chat session, kept for this page; "New chat" forgets it
+  sessionSecret: null,  // what the session's first turn returned: later turns send it
   busy: null,        // the AbortController of the answer being streamed
   offset: 0,
   total: 0,
@@ -350,7 +351,10 @@ async function ask(event) {
   let finished = false;
   try {
     const body = { message, stream: true };
-    if (state.sessionId) body.session_id = state.sessionId;
+    if (state.sessionId) {
+      body.session_id = state.sessionId;
+      body.session_secret = state.sessionSecret;
+    }
     await streamEvents("api/chat", body, controller.signal, (name, data) => {
       if (name === "token") {
         streamed += data.text || "";
@@ -358,6 +362,7 @@ async function ask(event) {
       } else if (name === "answer") {
         finished = true;
         if (data.session_id) state.sessionId = data.session_id;
+        if (data.session_secret) state.sessionSecret = data.session_secret;
         renderAnswer(turn, data);
       } else if (name === "error") {
         throw new ApiError(data.error || "the answer failed", 500);
@@ -382,6 +387,7 @@ async function ask(event) {
 function newChat() {
   if (state.busy) state.busy.abort();
   state.sessionId = null;
+  state.sessionSecret = null;
   $("thread").replaceChildren();
   $("thread-empty").hidden = false;
   showError("");
