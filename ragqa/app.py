@@ -434,6 +434,10 @@ class App:
         """The LLM for `choice`, built once; each caller gets its own copy (the client is
         shared, the per-answer state such as the finish reason is not)."""
         choice = choice or "auto"
+        if choice == "openai" and not self.settings.llm_configured:
+            # A client may ask for the extractive answer, never for a model (and the network,
+            # and a bill) that the operator did not configure.
+            raise UserError("this server has no LLM configured: ask with llm 'auto' or 'none'")
         if choice not in self._llms:
             self._llms[choice] = llm_for(self.settings, choice)
         model = self._llms[choice]

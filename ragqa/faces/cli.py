@@ -668,7 +668,11 @@ def serve(
         "the variable keeps it out of the process list).", show_default=False)] = None,
     cors: Annotated[str | None, typer.Option(
         "--cors", metavar="ORIGIN", help="Let pages from this origin call the API "
-        "(default: no CORS).")] = None,
+        "(default: no CORS; '*' needs a token).")] = None,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", metavar="NAME", help="Also answer requests for this host name (a "
+        "loopback server answers only 127.0.0.1, localhost and [::1]; repeat for several).")
+    ] = None,
     collection: CollectionOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Serve the collection over HTTP: JSON API, web page, OpenAI-compatible /v1, MCP at /mcp."""
@@ -677,11 +681,11 @@ def serve(
     with _errors(debug):
         settings, name = _ops().settings_for(collection)
         secret = token if token is not None else settings.serve_token.reveal()
-        server.check_bind(host, secret)
+        server.check_bind(host, secret, cors)
         listening = server.listen(host, port)  # a port in use fails before the model loads
         core = _ops().App(settings, name)
         core.retriever()  # the embedder, Chroma and the BM25 snapshot, before any request
-        server.run(core, listening, secret, cors)
+        server.run(core, listening, secret, cors, tuple(allow_host or ()))
 
 
 @app.command()

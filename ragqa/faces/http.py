@@ -80,6 +80,38 @@ def _validation_message(exc: Any) -> str:
 
 # ---------------------------------------------------------------- ASGI guards
 
+def allowed_hosts(extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The names a loopback server answers to: its own, and those `--allow-host` adds."""
+    return frozenset({"127.0.0.1", "localhost", "::1", *(h.lower() for h in extra)})
+
+
+def host_of(header: bytes) -> str:
+    """The name in a Host header, without its port: `[::1]:8000` -> `::1`."""
+    value = header.decode("latin-1").strip().lower()
+    if value.startswith("["):
+        return value[1:].partition("]")[0]
+    return value.rpartition(":")[0] if value.count(":") == 1 else value
+
+
+class HostCheck:
+    """DNS rebinding: a page on evil.example whose name an attacker points at 127.0.0.1 reaches
+    a loopback server, with its own Host header. A loopback server answers only requests for
+    its own names (and `--allow-host` ones): anything else gets 421, on every route."""
+
+    def __init__(self, app: Any, hosts: frozenset[str]) -> None:
+        self.app, self.hosts = app, hosts
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http":
+            header = dict(scope.get("headers") or []).get(b"host", b"")
+            if host_of(header) not in self.hosts:
+                await _send_json(send, 421, {"error": "this server answers only requests for "
+                                             "127.0.0.1, localhost or [::1] (and names given "
+                                             "with --allow-host)"})
+                return
+        await self.app(scope, receive, send)
+
+
 class Guard:
     """Outermost ASGI layer: the token check and the body limit, for every route (the MCP mount
     included), before any route reads a byte."""
@@ -237,8 +269,9 @@ def _request(request_type: type, body: Any) -> Any:
 
 
 def create_app(core: "App", token: str = "", cors: str | None = None,
-               host: str = "127.0.0.1") -> Any:
-    """The ASGI application: routes over `core`, guarded by the token and the body limit."""
+               host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()) -> Any:
+    """The ASGI application: routes over `core`, guarded by the token and the body limit, and
+    (bound to loopback) by the Host header."""
     from fastapi import FastAPI, Query
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
@@ -320,6 +353,8 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
         app = CORSMiddleware(app, allow_origins=[cors], allow_methods=["GET", "POST"],
                              allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id",
                                             "Mcp-Protocol-Version", "Last-Event-ID"])
+    if host in LOOPBACK:  # outermost: a rebound name gets nothing, not even a preflight
+        app = HostCheck(app, allowed_hosts(allow_hosts))
     return app
 
 
@@ -387,22 +422,25 @@ def docs_page(schema: dict) -> str:
 
 # ---------------------------------------------------------------- running
 
-def check_bind(host: str, token: str) -> None:
-    """Anything but loopback needs a token: the routes answer whoever reaches them."""
-
+def check_bind(host: str, token: str, cors: str | None = None) -> None:
+    """Anything but loopback needs a token: the routes answer whoever reaches them. So does
+    CORS for every origin: any page the user visits could call the API otherwise."""
     if host not in LOOPBACK and not token:
         raise UserError(f"--host {host} serves other machines: set a token with --token or "
-                         "RAGQA_SERVE_TOKEN (or bind 127.0.0.1)")
+                        "RAGQA_SERVE_TOKEN (or bind 127.0.0.1)")
+    if cors is not None and cors.strip() in ("*", "") and not token:
+        raise UserError("--cors '*' lets every web page call this server: name one origin "
+                        "(--cors https://app.example) or set a token")
 
 
-def run(core: "App", listening: socket.socket, token: str = "", cors: str | None = None
-        ) -> None:
+def run(core: "App", listening: socket.socket, token: str = "", cors: str | None = None,
+        allow_hosts: tuple[str, ...] = ()) -> None:
     """Serve until Ctrl-C or SIGTERM; uvicorn lets requests in flight finish (a chat turn is
     saved whole or not at all: chat.save_session writes atomically)."""
     import uvicorn
 
     host, port = listening.getsockname()[:2]
-    app = create_app(core, token, cors, host)
+    app = create_app(core, token, cors, host, allow_hosts)
     sys.stderr.write(f"ragqa: serving collection {core.name!r} on http://{host}:{port}/ "
                      f"({'token required' if token else 'no token'}; Ctrl-C stops)\n")
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30,

@@ -130,12 +130,12 @@ def build(core: "App") -> Any:
 
 
 def http_app(core: "App", host: str = "127.0.0.1") -> Any:
-    """The streamable-HTTP app (its route is /mcp); loopback binds keep the SDK's DNS-rebinding
-    check, other binds rely on the server's token."""
+    """The streamable-HTTP app (its route is /mcp). The SDK's own Host and Origin checks are
+    off: `ragqa serve` checks the Host header of every route (faces/http.py, HostCheck) and
+    `--cors` decides origins for /mcp as for every other route."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    security = None if host in ("127.0.0.1", "localhost", "::1") else \
-        TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     return build(core).streamable_http_app(streamable_http_path="/mcp", host=host,
                                            transport_security=security)
 
