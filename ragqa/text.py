@@ -60,3 +60,26 @@ def public_endpoint(url: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
                       ).rstrip("/")
+
+
+# A Markdown link or image whose target is not a web page: `[x](javascript:...)`, `](data:...)`.
+_NON_WEB_LINK = re.compile(r"\]\((?!\s*<?https?://)", re.IGNORECASE)
+# A link reference definition, `[x]: javascript:...`, at the start of a line.
+_LINK_DEFINITION = re.compile(r"^(\s{0,3}\[[^\]\n]+\]):", re.MULTILINE)
+_WEB_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
+
+
+def inert_markdown(text: str) -> str:
+    """Untrusted text (a title, an abstract's sentence, a question, an LLM's answer) made safe to
+    put in Markdown that a viewer may render as HTML: no tag (`<` is written `&lt;`, which shows
+    as "<"), no link or image to anything but an http(s) page (the `](` that would open one is
+    escaped). Everything else, ragqa's own Markdown included, stays as it is."""
+    text = _NON_WEB_LINK.sub(r"]\\(", text.replace("<", "&lt;"))
+    return _LINK_DEFINITION.sub(r"\1\\:", text)
+
+
+def web_url(url: str) -> str:
+    """`url` when it is an http(s) address, else "": exports link only web pages (never a
+    `javascript:` or `data:` URL that a record carried)."""
+    url = (url or "").strip()
+    return url if _WEB_URL.match(url) else ""

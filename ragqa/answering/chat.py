@@ -25,6 +25,7 @@ from ragqa.answering.messages import joined, message
 from ragqa.answering.prompts import load_prompt
 from ragqa.retrieval.types import Filters
 from ragqa.sources.export import reference_link
+from ragqa.text import inert_markdown
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -271,21 +272,22 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: L
 
 def transcript_markdown(session: Session, urls: dict[str, str] | None = None) -> str:
     """The session as Markdown: each turn's question, answer and its own references, each
-    title linked to `urls[paper_id]` when the paper has a page."""
-
+    title linked to `urls[paper_id]` when the paper has a web page; every text made inert."""
     urls = urls or {}
     parts = [f"# ragqa chat {session.session_id}", "",
              f"Collection: {session.collection}", ""]
     for number, turn in enumerate(session.turns, start=1):
         language = turn.answer.get("language", "English")
-        parts += [f"## {number}. {turn.question}", ""]
+        parts += [f"## {number}. {inert_markdown(turn.question)}", ""]
         if turn.standalone != turn.question:
-            parts += [f"*{message('chat.standalone', language, question=turn.standalone)}*", ""]
-        parts += [turn.answer["answer"], ""]
+            standalone = message("chat.standalone", language, question=turn.standalone)
+            parts += [f"*{inert_markdown(standalone)}*", ""]
+        parts += [inert_markdown(turn.answer["answer"]), ""]
         if turn.answer["citations"]:
             parts += [message("chat.references", language), ""]
             parts += [f"- [{c['n']}] {reference_link(c['title'], urls.get(c['paper_id'], ''))} "
-                      f"({c['source']}, id {c['paper_id']})" for c in turn.answer["citations"]]
+                      f"({inert_markdown(c['source'])}, id {inert_markdown(c['paper_id'])})"
+                      for c in turn.answer["citations"]]
             parts.append("")
     return "\n".join(parts)
 

@@ -39,6 +39,7 @@ from ragqa.retrieval.sentences import best_sentence
 from ragqa.retrieval.types import Filters, Hit
 from ragqa.sources.export import reference_link
 from ragqa.sources.paper import Paper, contribution_sentence, strip_marks
+from ragqa.text import inert_markdown
 
 if TYPE_CHECKING:
     from ragqa.models import LLM
@@ -476,12 +477,17 @@ def summary_mode(summary: Summary) -> str:
 
 
 def to_markdown(summary: Summary) -> str:
-    lines = [f"# {title_of(summary)}", "", summary.overview, ""]
+    """The summary as Markdown (`--out`, the page's download): every text from a paper, the
+    user or a model made inert (no HTML, no link but to a web page) for viewers that render
+    HTML."""
+    lines = [f"# {inert_markdown(title_of(summary))}", "", inert_markdown(summary.overview), ""]
     for theme in summary.themes:
-        lines += [f"## {theme_heading(theme, summary.language)}", "", theme.text, ""]
+        lines += [f"## {inert_markdown(theme_heading(theme, summary.language))}", "",
+                  inert_markdown(theme.text), ""]
     lines += [f"## {message('summary.references', summary.language)}", ""]
     # A list, so that each reference keeps its own line in Markdown and in the terminal.
     # Each title links to the paper's page (arXiv, OpenReview forum, DOI) when it has one.
-    lines += [f"- [{n}] {reference_link(p.title, p.url)} ({p.source}, id {p.paper_id})"
+    lines += [f"- [{n}] {reference_link(p.title, p.url)} ({inert_markdown(p.source)}, id "
+              f"{inert_markdown(p.paper_id)})"
               for n, p in enumerate(summary.references, start=1)]
     return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from ragqa.sources.latex import latex_to_text
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import split_categories
+from ragqa.text import inert_markdown, web_url
 
 _SKIPPED_TITLE_WORDS = {"a", "an", "the", "on", "of", "in", "for", "to", "and", "towards"}
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
@@ -140,8 +141,8 @@ def entry_fields(paper: Paper) -> tuple[str, dict[str, str]]:
         fields["year"] = str(paper.year)
     if extra.get("doi"):
         fields["doi"] = str(extra["doi"])
-    if paper.url:
-        fields["url"] = paper.url
+    if web_url(paper.url):  # a record's `javascript:` URL is no link in anyone's library
+        fields["url"] = web_url(paper.url)
     fields["abstract"] = _latex(paper.text)
     return kind, fields
 
@@ -191,9 +192,11 @@ def to_csv(papers: Iterable[Paper]) -> str:
 # ---------------------------------------------------------------- Markdown
 
 def reference_link(title: str, url: str) -> str:
-    """`[Title](url)` when the paper has a link (arXiv page, OpenReview forum, DOI), else the
-    title; brackets in a title would end the link text early."""
+    """`[Title](url)` when the paper has a web page (arXiv page, OpenReview forum, DOI), else
+    the title; the title made inert (no HTML) and its brackets escaped (they would end the link
+    text early)."""
+    url = web_url(url)
+    text = inert_markdown(title).replace("[", "\\[").replace("]", "\\]")
     if not url:
-        return title
-    text = title.replace("[", "\\[").replace("]", "\\]")
+        return text
     return f"[{text}](<{url}>)" if " " in url or ")" in url else f"[{text}]({url})"
