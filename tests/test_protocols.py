@@ -82,4 +82,7 @@ def test_an_llm_answer_through_real_chroma_and_the_citation_check(tmp_path):
     assert cited == {"p-speech"}  # [7] points at no retrieved paper: dropped, never shown
     assert "[7]" not in answer.text and "[1]" in answer.text
     assert answer.as_json()["dropped_citations"] == 1
+    # The sentence that lost its only citation is shown, so it is listed as unsupported.
+    assert {"sentence": "It also cures colds.", "citations": [], "support": None,
+            "dropped_citation": True} in answer.as_json()["unsupported"]
     assert "<source" in llm.prompts[-1] and "full-duplex" in llm.prompts[-1].lower()

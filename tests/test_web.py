@@ -579,3 +579,30 @@ def test_a_large_collection_is_listed_fifty_papers_a_page(browser, tmp_path):
         _wait(browser, lambda d: len(_css(d, "#paper-list > li")) == 50)
     finally:
         server.stop()
+
+
+def test_a_dropped_citation_is_marked_and_also_relevant_items_are_a_list(web_home, browser,
+                                                                         tmp_path, llm_server):
+    def reply(body: dict) -> Reply:
+        answer = _cite_moshi_and_tau(body).text
+        return Reply(answer + " It also cures colds [9].")  # [9] names no retrieved paper
+
+    llm_server.reply = reply
+    home = tmp_path / "dropped-home"
+    shutil.copytree(web_home, home)
+    server = _start_serve(home, OPENAI_BASE_URL=llm_server.url, RAGQA_LLM_MODEL="loopback-model",
+                          RAGQA_LLM_RETRIES="0")
+    try:
+        expected = _post(server.url + "/api/ask", {"question": FULL_DUPLEX})
+        assert "It also cures colds." in [u["sentence"] for u in expected["unsupported"]]
+        assert "Also relevant:" in expected["answer"]
+        _open(browser, server)
+        turn = _ask(browser, FULL_DUPLEX)
+        marked = [li.text for li in turn.find_elements("css selector", "ul.unsupported li")]
+        assert "⚠ It also cures colds." in marked
+        text = turn.find_element("css selector", ".answer-text")
+        assert "- " not in text.text.replace(" - ", "")  # no literal list marker
+        items = text.find_elements("css selector", "ul li")
+        assert items and all(not i.text.startswith("-") for i in items)
+    finally:
+        server.stop()

@@ -186,7 +186,7 @@ def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
     """Read the model's citation styles as `[n]` and drop its own references list
     (citations.normalise_citations); drop citations of numbers that are no source; renumber
     the rest by first use."""
-    text = normalise_citations(text, len(hits))
+    text = draft = normalise_citations(text, len(hits))
     order: dict[int, int] = {}  # source number -> new number
     dropped = 0
 
@@ -222,7 +222,20 @@ def check_citations(text: str, hits: Sequence[Hit]) -> CheckedText:
     for number, new in sorted(order.items(), key=lambda kv: kv[1]):
         paper = hits[number - 1].paper
         citations.append(Citation(new, paper.paper_id, paper.title, paper.source))
-    return CheckedText(checked.strip(), citations, dropped)
+    checked = checked.strip()
+    return CheckedText(checked, citations, dropped, orphaned_sentences(draft, checked))
+
+
+def _bare(sentence: str) -> str:
+    return " ".join(CITATION.sub("", sentence).split()).strip(" .;,")
+
+
+def orphaned_sentences(draft: str, checked: str) -> list[dict]:
+    """The sentences that lost every citation in the check (each named no retrieved paper):
+    shown, so listed as unsupported, never passed off as the cited ones around them."""
+    cited = {_bare(s) for s in answer_sentences(draft) if cited_numbers(s)}
+    return [{"sentence": s, "citations": [], "support": None, "dropped_citation": True}
+            for s in answer_sentences(checked) if not cited_numbers(s) and _bare(s) in cited]
 
 
 _ADJACENT_CHECKED = re.compile(r"\[(\d+(?:, \d+)*)\][ \t]*(?:,[ \t]*)?\[(\d+(?:, \d+)*)\]")

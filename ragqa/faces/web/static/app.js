@@ -214,26 +214,38 @@ function showView(name, { focus = true } = {}) {
 function renderRichText(text, cite) {
   const container = el("div", { class: "answer-text" });
   for (const block of text.split(/\n\s*\n/)) {
-    const lines = block.split("\n").filter((line) => line.trim());
-    if (!lines.length) continue;
-    if (lines.every((line) => /^\s*[-*] /.test(line))) {
-      const list = el("ul");
-      for (const line of lines) list.append(inline(el("li"), line.replace(/^\s*[-*] /, ""), cite));
-      container.append(list);
-    } else if (lines.every((line) => /^\s*>/.test(line))) {
-      const quote = el("blockquote");
-      inline(quote, lines.map((line) => line.replace(/^\s*> ?/, "")).join(" "), cite);
-      container.append(quote);
-    } else {
-      const para = el("p");
-      lines.forEach((line, i) => {
-        if (i) para.append(el("br"));
-        inline(para, line, cite);
-      });
-      container.append(para);
+    // A block may mix kinds ("Also relevant:" then its "- " items): each run of lines of one
+    // kind becomes its own element, so that no item shows a literal "- ".
+    let run = [];
+    let kind = null;
+    for (const line of block.split("\n").filter((l) => l.trim())) {
+      const lineKind = /^\s*[-*] /.test(line) ? "list" : /^\s*>/.test(line) ? "quote" : "text";
+      if (lineKind !== kind && run.length) container.append(renderRun(kind, run, cite));
+      if (lineKind !== kind) run = [];
+      kind = lineKind;
+      run.push(line);
     }
+    if (run.length) container.append(renderRun(kind, run, cite));
   }
   return container;
+}
+
+function renderRun(kind, lines, cite) {
+  if (kind === "list") {
+    const list = el("ul");
+    for (const line of lines) list.append(inline(el("li"), line.replace(/^\s*[-*] /, ""), cite));
+    return list;
+  }
+  if (kind === "quote") {
+    return inline(el("blockquote"), lines.map((line) => line.replace(/^\s*> ?/, "")).join(" "),
+      cite);
+  }
+  const para = el("p");
+  lines.forEach((line, i) => {
+    if (i) para.append(el("br"));
+    inline(para, line, cite);
+  });
+  return para;
 }
 
 function inline(parent, text, cite) {
@@ -312,6 +324,10 @@ function renderAnswer(turn, answer) {
     body.append(el("p", { class: "notice" },
       labels.unsupported ||
       `⚠ ${answer.unsupported.length} sentence(s) are only weakly supported by the papers they cite.`));
+    // Each one named, as the terminal does: a sentence whose citation was dropped included.
+    const list = el("ul", { class: "unsupported" });
+    for (const item of answer.unsupported) list.append(el("li", {}, `⚠ ${item.sentence}`));
+    body.append(list);
   }
   if (answer.citations.length) {
     const refs = el("ol", { class: "refs-list" });
