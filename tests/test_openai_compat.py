@@ -160,8 +160,34 @@ def test_errors_are_openai_errors(client, served):
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="ragqa-default",
                                        messages=[{"role": "assistant", "content": "x"}])
-    with pytest.raises(openai.UnprocessableEntityError):
+    with pytest.raises(openai.UnprocessableEntityError) as invalid:
         client.chat.completions.create(model="ragqa-default", messages="not a list")
+    # OpenAI's error object, as its clients read it (message, type, code)
+    error = invalid.value.response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["code"] == "invalid_value"
+    assert error["message"] == "messages: Input should be a valid list"
+    assert invalid.value.code == "invalid_value"  # the client reads the object
+    missing = httpx.post(f"{served.url}/v1/chat/completions", headers={
+        "Authorization": f"Bearer {TOKEN}"}, json={"model": "ragqa-nosuch", "messages": [
+            {"role": "user", "content": "x"}]}).json()["error"]
+    assert (missing["type"], missing["code"]) == ("invalid_request_error", "not_found")
+    unauthorised = httpx.get(f"{served.url}/v1/models").json()["error"]
+    assert (unauthorised["type"], unauthorised["code"]) == ("authentication_error",
+                                                            "invalid_api_key")
+
+
+def test_stream_chunks_share_one_id_and_the_usage_is_counted(client):
+    messages = [{"role": "user", "content": FULL_DUPLEX}]
+    chunks = list(client.chat.completions.create(model="ragqa-default", messages=messages,
+                                                 stream=True, extra_body={"llm": "none"}))
+    assert len({c.id for c in chunks}) == 1 and len({c.created for c in chunks}) == 1
+    whole = client.chat.completions.create(model="ragqa-default", messages=messages)
+    assert whole.model_extra["ragqa"]["mode"] == "llm"
+    timings = whole.model_extra["ragqa"]["timings"]
+    assert whole.usage.prompt_tokens == timings["prompt_tokens"] > 0
+    assert whole.usage.completion_tokens == timings["completion_tokens"] > 0
+    assert whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens
+    assert chunks[-1].usage and chunks[-1].usage.completion_tokens > 0
 
 
 def test_cors_answers_only_the_origin_it_was_given(served):
@@ -175,6 +201,7 @@ def test_cors_answers_only_the_origin_it_was_given(served):
         # A request without the token is refused, and the page may read why.
         refused = httpx.get(f"{served.url}/v1/models", headers={"Origin": origin})
         assert refused.status_code == 401 and set(refused.json()) == {"error"}
+        assert set(refused.json()["error"]) == {"message", "type", "code", "param"}
         assert (refused.headers.get("access-control-allow-origin") == origin) is allowed
 
 

@@ -46,7 +46,8 @@ def test_a_rebound_name_gets_421_on_every_route(served):
             reply = client.request(method, path, json=body, headers={
                 "Host": "evil.example", "Origin": "http://evil.example", **MCP_HEADERS})
             assert reply.status_code == 421, (path, reply.status_code)
-            assert set(reply.json()) == {"error"} and "localhost" in reply.json()["error"]
+            error = reply.json()["error"]  # under /v1 in OpenAI's shape
+            assert set(reply.json()) == {"error"} and "localhost" in str(error)
 
 
 @pytest.mark.server

@@ -14,6 +14,7 @@ only when `ragqa serve` runs, and then pays for them once.
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import json
 import signal
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ragqa import __version__
 from ragqa.errors import UserError, error_message, http_status
 from ragqa.faces.mcp import http_app
-from ragqa.faces.openai_compat import add_openai_routes
+from ragqa.faces.openai_compat import add_openai_routes, error_payload
 from ragqa.requests import (
     MAX_PAGE,
     AskRequest,
@@ -53,10 +54,11 @@ OPEN_PREFIXES = ("/static/",)
 
 # ---------------------------------------------------------------- errors
 
-def _error_response(status: int, message: str, headers: dict | None = None):
+def _error_response(status: int, message: str, headers: dict | None = None, path: str = ""):
     from fastapi.responses import JSONResponse
 
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+    return JSONResponse(error_payload(status, message, path), status_code=status,
+                        headers=headers)
 
 
 def as_json(result: Any) -> Any:
@@ -105,9 +107,9 @@ class HostCheck:
         if scope["type"] == "http":
             header = dict(scope.get("headers") or []).get(b"host", b"")
             if host_of(header) not in self.hosts:
-                await _send_json(send, 421, {"error": "this server answers only requests for "
-                                             "127.0.0.1, localhost or [::1] (and names given "
-                                             "with --allow-host)"})
+                await _send_json(send, 421, error_payload(
+                    421, "this server answers only requests for 127.0.0.1, localhost or [::1] "
+                    "(and names given with --allow-host)", scope["path"]))
                 return
         await self.app(scope, receive, send)
 
@@ -124,18 +126,21 @@ class Guard:
             await self.app(scope, receive, send)
             return
         if self.token and not self._open(scope["path"]) and not self._authorized(scope):
-            await _send_json(send, 401, {"error": "missing or wrong token: send "
-                                         "'Authorization: Bearer <token>'"},
+            await _send_json(send, 401, error_payload(
+                401, "missing or wrong token: send 'Authorization: Bearer <token>'",
+                scope["path"]),
                              {b"www-authenticate": b"Bearer"})
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-            await _send_json(send, 413, {"error": f"request body over {MAX_BODY // 1024} KB"})
+            await _send_json(send, 413, error_payload(
+                413, f"request body over {MAX_BODY // 1024} KB", scope["path"]))
             return
         if length is None:  # a chunked body: counted as it arrives, whole before any route
             receive = await _buffered(receive)
             if receive is None:
-                await _send_json(send, 413, {"error": f"request body over {MAX_BODY // 1024} KB"})
+                await _send_json(send, 413, error_payload(
+                    413, f"request body over {MAX_BODY // 1024} KB", scope["path"]))
                 return
         await self.app(scope, receive, send)
 
@@ -287,22 +292,25 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        return _error_response(422, _validation_message(exc))
+        return _error_response(422, _validation_message(exc), path=request.url.path)
 
     @api.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException):
-        return _error_response(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+        return _error_response(exc.status_code, str(exc.detail), getattr(exc, "headers", None),
+                               request.url.path)
 
     @api.exception_handler(Exception)
     async def _failed(request: Request, exc: Exception):
-        return _error_response(http_status(exc), error_message(exc))
+        return _error_response(http_status(exc), error_message(exc), path=request.url.path)
 
-    def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        """An operation's answer, or its error as JSON with the CLI's meaning as a status."""
+    def call(fn: Callable, *args: Any, openai: bool = False, **kwargs: Any) -> Any:
+        """An operation's answer, or its error as JSON with the CLI's meaning as a status (in
+        OpenAI's shape for the /v1 routes)."""
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - turned into a status here, once
-            return _error_response(http_status(exc), error_message(exc))
+            return _error_response(http_status(exc), error_message(exc),
+                                   path="/v1/" if openai else "")
 
     @api.get("/api/health", summary="Status, collection size and answer mode (no token needed)")
     def health() -> Any:
@@ -341,7 +349,7 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
         return call(lambda: core.show(ShowRequest(paper_id=paper_id)))
 
 
-    add_openai_routes(api, core, call)
+    add_openai_routes(api, core, functools.partial(call, openai=True))
     _add_docs(api)
     _add_web(api)
     if mcp:  # its one route, /mcp (a mount would answer at /mcp/ and redirect /mcp)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragqa.answering.messages import CATALOGUE
 from ragqa.answering.messages import message as catalogue_message
-from ragqa.errors import NotFound, UserError, error_message
+from ragqa.errors import NotFound, UserError, error_message, http_status
 from ragqa.requests import ChatRequest
 from ragqa.text import json_text
 
@@ -65,6 +65,22 @@ def read_message(text: str) -> tuple[str, list[dict]]:
     return (head.strip(), citations) if citations else (text, [])
 
 
+OPENAI_ERROR_CODES = {400: "bad_request", 401: "invalid_api_key", 404: "not_found",
+                      413: "request_too_large", 421: "misdirected_request", 422: "invalid_value",
+                      429: "rate_limit_exceeded", 503: "service_unavailable"}
+
+
+def error_payload(status: int, message: str, path: str = "") -> dict:
+    """The JSON body of an error: `{"error": "one line"}`, or under /v1 OpenAI's own shape
+    (`{"error": {"message", "type", "code"}}`), which OpenAI clients read."""
+    if not path.startswith("/v1/"):
+        return {"error": message}
+    kind = ("authentication_error" if status == 401 else "invalid_request_error"
+            if status < 500 else "server_error")
+    return {"error": {"message": message, "type": kind,
+                      "code": OPENAI_ERROR_CODES.get(status, "internal_error"), "param": None}}
+
+
 def _content(message: dict) -> str:
     content = message.get("content")
     if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
@@ -92,13 +108,25 @@ def _completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
 
+def usage(turn: dict, text: str) -> dict:
+    """Token counts of a turn: the model's own when an LLM wrote it (its server's counts, or
+    ragqa's tokenizer's), else the words of the question and of the message (an extractive
+    answer runs no model)."""
+    timings = turn.get("timings") or {}
+    prompt = int(timings.get("prompt_tokens") or len(str(turn.get("question", "")).split()))
+    completion = int(timings.get("completion_tokens") or len(text.split()))
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
 def completion(model: str, turn: dict) -> dict:
+    text = message_text(turn)
     return {
         "id": _completion_id(), "object": "chat.completion", "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": message_text(turn)}}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": usage(turn, text),
         "ragqa": turn,
     }
 
@@ -112,9 +140,9 @@ def _pieces(text: str, size: int = 80) -> Iterator[str]:
         text = text[cut:]
 
 
-def chunks(model: str, turn: dict) -> Iterator[dict]:
-    """The chat.completion.chunk objects after the role chunk; the last carries `ragqa`."""
-    cid, created = _completion_id(), int(time.time())
+def chunks(model: str, turn: dict, cid: str, created: int) -> Iterator[dict]:
+    """The chat.completion.chunk objects after the role chunk (the same `cid` and `created`
+    as it); the last carries `usage` and `ragqa`."""
 
     def chunk(delta: dict, finish: str | None = None, **extra: Any) -> dict:
         return {"id": cid, "object": "chat.completion.chunk", "created": created,
@@ -122,9 +150,10 @@ def chunks(model: str, turn: dict) -> Iterator[dict]:
                                              "finish_reason": finish, "logprobs": None}],
                 **extra}
 
-    for piece in _pieces(message_text(turn)):
+    text = message_text(turn)
+    for piece in _pieces(text):
         yield chunk({"content": piece})
-    yield chunk({}, "stop", ragqa=turn)
+    yield chunk({}, "stop", usage=usage(turn, text), ragqa=turn)
 
 
 def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
@@ -171,17 +200,19 @@ def add_openai_routes(api: Any, core: "App", call: Callable) -> None:
             return completion(body.model, turn) if isinstance(turn, dict) else turn
 
         async def events() -> Any:
-            opening = {"id": _completion_id(), "object": "chat.completion.chunk",
-                       "created": int(time.time()), "model": body.model,
+            cid, created = _completion_id(), int(time.time())
+            opening = {"id": cid, "object": "chat.completion.chunk",
+                       "created": created, "model": body.model,
                        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                     "finish_reason": None, "logprobs": None}]}
             yield f"data: {json_text(opening)}\n\n"
             try:
                 turn = await asyncio.get_running_loop().run_in_executor(None, answer)
             except Exception as exc:  # noqa: BLE001 - the stream is open: say it in the stream
-                yield f"data: {json_text({'error': {'message': error_message(exc)}})}\n\n"
+                failed = error_payload(http_status(exc), error_message(exc), "/v1/")
+                yield f"data: {json_text(failed)}\n\n"
                 return
-            for item in chunks(body.model, turn):
+            for item in chunks(body.model, turn, cid, created):
                 yield f"data: {json_text(item)}\n\n"
             yield "data: [DONE]\n\n"
 
