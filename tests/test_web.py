@@ -606,3 +606,27 @@ def test_a_dropped_citation_is_marked_and_also_relevant_items_are_a_list(web_hom
         assert items and all(not i.text.startswith("-") for i in items)
     finally:
         server.stop()
+
+
+def test_when_the_llm_fails_the_page_offers_the_extractive_answer(web_home, browser, tmp_path,
+                                                                  llm_server):
+    llm_server.reply = lambda body: Reply(status=500, error_message="model crashed")
+    home = tmp_path / "failing-home"
+    shutil.copytree(web_home, home)
+    server = _start_serve(home, OPENAI_BASE_URL=llm_server.url, RAGQA_LLM_MODEL="loopback-model",
+                          RAGQA_LLM_RETRIES="0")
+    try:
+        _open(browser, server)
+        assert _css(browser, "#mode")[0].text == "LLM: loopback-model"
+        _css(browser, "#question")[0].send_keys(FULL_DUPLEX)
+        _css(browser, "#ask-submit")[0].click()
+        retry = _visible(browser, "#thread .extractive-retry", 60)
+        assert "LLM" in _css(browser, "#thread .error")[0].text
+        retry.click()
+        _wait(browser, lambda d: len(_css(d, "#thread .turn")) == 2
+              and _css(d, "#thread .turn")[-1].find_elements("css selector", ".refs li"))
+        answer = _css(browser, "#thread .turn")[-1]
+        assert "extractive" in answer.text.lower() or "Answer (" in answer.text
+        assert "Moshi-RAG" in answer.text
+    finally:
+        server.stop()

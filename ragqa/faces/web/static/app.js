@@ -12,6 +12,7 @@ const CITATION = /\[(\d+(?:\s*[-–,]\s*\d+)*)\]/g;
 const state = {
   sessionId: null,   // the chat session, kept for this page; "New chat" forgets it
   sessionSecret: null,  // what the session's first turn returned: later turns send it
+  llm: false,  // the server writes answers with an LLM (its health says so)
   busy: null,        // the AbortController of the answer being streamed
   offset: 0,
   total: 0,
@@ -181,6 +182,7 @@ async function loadHealth() {
     const health = await getJson("api/health");
     const mode = health.mode === "llm" ? `LLM: ${health.llm_model || "model"}` : "extractive";
     $("mode").textContent = mode;
+    state.llm = health.mode === "llm";
     $("mode").title = health.mode === "llm"
       ? "Answers are written by the configured LLM; citations are checked"
       : "No LLM configured: answers quote the papers' own sentences";
@@ -351,8 +353,13 @@ async function ask(event) {
   const box = $("question");
   const message = box.value.trim();
   if (!message || state.busy) return;
-  showError("");
   box.value = "";
+  await sendTurn(message, null);
+}
+
+// One chat turn; `llm` "none" asks for the extractive answer (offered when the LLM failed).
+async function sendTurn(message, llm) {
+  showError("");
   $("thread-empty").hidden = true;
   const live = el("p", { class: "streaming" }, "Searching the papers…");
   const turn = el("li", { class: "turn" },
@@ -367,6 +374,7 @@ async function ask(event) {
   let finished = false;
   try {
     const body = { message, stream: true };
+    if (llm) body.llm = llm;
     if (state.sessionId) {
       body.session_id = state.sessionId;
       body.session_secret = state.sessionSecret;
@@ -389,7 +397,14 @@ async function ask(event) {
     if (err.name === "AbortError") {
       turn.querySelector(".answer").replaceChildren(el("p", { class: "muted" }, "Cancelled."));
     } else {
-      turn.querySelector(".answer").replaceChildren(el("p", { class: "error" }, err.message));
+      const failed = [el("p", { class: "error" }, err.message)];
+      if (state.llm && llm !== "none") {
+        // The LLM failed: the question can still be answered from the abstracts, quoted.
+        failed.push(el("button", { type: "button", class: "extractive-retry",
+          onclick: () => { if (!state.busy) sendTurn(message, "none"); } },
+          "Answer without the LLM"));
+      }
+      turn.querySelector(".answer").replaceChildren(...failed);
       showError(err.message);
     }
   } finally {
