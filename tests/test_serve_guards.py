@@ -6,6 +6,7 @@ configure. A real server on loopback, driven over HTTP."""
 from __future__ import annotations
 
 import shutil
+import time
 
 import httpx
 import pytest
@@ -97,3 +98,43 @@ def test_cors_for_every_origin_needs_a_token(ragqa):
     refused = ragqa("serve", "--cors", "*", "--port", "9")
     assert refused.exit_code == 2
     assert refused.stderr.startswith("ragqa: error: --cors '*' lets every web page")
+
+
+@pytest.mark.server
+def test_beyond_the_limit_and_its_queue_answers_are_shed_with_retry_after(_seeded_template,
+                                                                          tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .llm_server import LoopbackLLM, Reply
+
+    llm = LoopbackLLM().start()
+    llm.reply = lambda body: Reply("Moshi-RAG listens while it speaks [1].", delay=2.0)
+    home = tmp_path / "home"
+    shutil.copytree(_seeded_template, home)
+    server = RagqaServer(home, "--max-concurrent", "1", OPENAI_BASE_URL=llm.url,
+                         RAGQA_LLM_MODEL="loopback-model", RAGQA_LLM_RETRIES="0")
+    try:
+        server.wait_ready()
+
+        def ask(_: int) -> tuple[int, float, httpx.Response]:
+            started = time.monotonic()
+            reply = httpx.post(f"{server.url}/api/ask", json={"question": FULL_DUPLEX},
+                               timeout=120)
+            return reply.status_code, time.monotonic() - started, reply
+
+        with ThreadPoolExecutor(6) as pool:
+            asked = [pool.submit(ask, i) for i in range(6)]
+            time.sleep(0.8)  # the answers are running or waiting: a search is not held
+            search = httpx.post(f"{server.url}/api/search", json={"question": FULL_DUPLEX},
+                                timeout=60)
+            results = [f.result() for f in asked]
+        assert search.status_code == 200
+        statuses = sorted(status for status, _, _ in results)
+        assert statuses == [200, 200, 200, 503, 503, 503]  # 1 running + 2 waiting, 3 shed
+        for status, seconds, reply in results:
+            if status == 503:
+                assert reply.headers["retry-after"] == "2" and seconds < 2.0
+                assert "busy" in reply.json()["error"]
+    finally:
+        server.stop()
+        llm.stop()

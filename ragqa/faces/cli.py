@@ -669,6 +669,9 @@ def serve(
     cors: Annotated[str | None, typer.Option(
         "--cors", metavar="ORIGIN", help="Let pages from this origin call the API "
         "(default: no CORS; '*' needs a token).")] = None,
+    max_concurrent: Annotated[int, typer.Option(
+        "--max-concurrent", min=0, help="Answers (ask, chat, summarize, /v1) that run at once; "
+        "twice as many more wait, beyond that 503 with Retry-After (0: no limit).")] = 4,
     allow_host: Annotated[list[str] | None, typer.Option(
         "--allow-host", metavar="NAME", help="Also answer requests for this host name (a "
         "loopback server answers only 127.0.0.1, localhost and [::1]; repeat for several).")
@@ -685,7 +688,7 @@ def serve(
         listening = server.listen(host, port)  # a port in use fails before the model loads
         core = _ops().App(settings, name)
         core.retriever()  # the embedder, Chroma and the BM25 snapshot, before any request
-        server.run(core, listening, secret, cors, tuple(allow_host or ()))
+        server.run(core, listening, secret, cors, tuple(allow_host or ()), max_concurrent)
 
 
 @app.command()

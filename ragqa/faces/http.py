@@ -13,6 +13,7 @@ only when `ragqa serve` runs, and then pays for them once.
 """
 
 import asyncio
+import collections
 import contextlib
 import functools
 import hmac
@@ -155,6 +156,62 @@ class Guard:
         return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
 
 
+# The routes that cost seconds of CPU (or an LLM's time): at most `max_concurrent` run at once.
+EXPENSIVE = frozenset({"/api/ask", "/api/chat", "/api/summarize", "/v1/chat/completions"})
+DEFAULT_MAX_CONCURRENT = 4
+RETRY_AFTER_SECONDS = 2
+
+
+class Shed:
+    """Load shedding: at most `limit` expensive requests run at once, up to `queue` more wait
+    in order, and any beyond that get 503 with Retry-After at once, so that the latency of the
+    requests taken stays bounded instead of growing with every client that arrives. Searches
+    and pages are never held. One event loop runs this: no lock is needed."""
+
+    def __init__(self, app: Any, limit: int, queue: int | None = None) -> None:
+        self.app, self.limit = app, limit
+        self.queue = 2 * limit if queue is None else queue
+        self.running = 0
+        self.waiting: collections.deque[asyncio.Future] = collections.deque()
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if not self.limit or scope["type"] != "http" or scope["method"] != "POST" or \
+                scope["path"] not in EXPENSIVE:
+            await self.app(scope, receive, send)
+            return
+        if self.running >= self.limit:
+            if len(self.waiting) >= self.queue:
+                await _send_json(send, 503, error_payload(
+                    503, f"the server is busy ({self.running} answers running, "
+                    f"{len(self.waiting)} waiting): try again in {RETRY_AFTER_SECONDS} s",
+                    scope["path"]), {b"retry-after": str(RETRY_AFTER_SECONDS).encode()})
+                return
+            slot = asyncio.get_running_loop().create_future()
+            self.waiting.append(slot)
+            try:
+                await slot  # handed over by a request that finished (running stays the same)
+            except asyncio.CancelledError:
+                if slot.done() and not slot.cancelled():
+                    self._release()  # it had been handed the slot: pass it on
+                else:
+                    self.waiting.remove(slot)
+                raise
+        else:
+            self.running += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        while self.waiting:
+            slot = self.waiting.popleft()
+            if not slot.done():
+                slot.set_result(None)
+                return
+        self.running -= 1
+
+
 async def _buffered(receive: Callable) -> Callable | None:
     """The body read up to MAX_BODY and replayed to the route; None when it is longer."""
     parts, size = [], 0
@@ -274,7 +331,8 @@ def _request(request_type: type, body: Any) -> Any:
 
 
 def create_app(core: "App", token: str = "", cors: str | None = None,
-               host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()) -> Any:
+               host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = (),
+               max_concurrent: int = DEFAULT_MAX_CONCURRENT) -> Any:
     """The ASGI application: routes over `core`, guarded by the token and the body limit, and
     (bound to loopback) by the Host header."""
     from fastapi import FastAPI, Query
@@ -354,7 +412,7 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     _add_web(api)
     if mcp:  # its one route, /mcp (a mount would answer at /mcp/ and redirect /mcp)
         api.router.routes.extend(mcp.routes)
-    app: Any = Guard(api, token)
+    app: Any = Guard(Shed(api, max_concurrent), token)
     if cors:  # outside the guard: preflights carry no token, and a 401 must reach the page
         from starlette.middleware.cors import CORSMiddleware
 
@@ -442,13 +500,14 @@ def check_bind(host: str, token: str, cors: str | None = None) -> None:
 
 
 def run(core: "App", listening: socket.socket, token: str = "", cors: str | None = None,
-        allow_hosts: tuple[str, ...] = ()) -> None:
+        allow_hosts: tuple[str, ...] = (), max_concurrent: int = DEFAULT_MAX_CONCURRENT
+        ) -> None:
     """Serve until Ctrl-C or SIGTERM; uvicorn lets requests in flight finish (a chat turn is
     saved whole or not at all: chat.save_session writes atomically)."""
     import uvicorn
 
     host, port = listening.getsockname()[:2]
-    app = create_app(core, token, cors, host, allow_hosts)
+    app = create_app(core, token, cors, host, allow_hosts, max_concurrent)
     sys.stderr.write(f"ragqa: serving collection {core.name!r} on http://{host}:{port}/ "
                      f"({'token required' if token else 'no token'}; Ctrl-C stops)\n")
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=30,
