@@ -2,7 +2,11 @@
 (`"llm": "none"`), on loopback only, bounded in clients and in time.
 
     python bench/serve_load.py --home DIR --collection NAME [--clients 1,4,16] [--seconds 20]
-                               [--ingest FILE] [--json]
+                               [--ingest FILE] [--serve-args '--max-concurrent 2'] [--code DIR]
+                               [--json]
+
+A 503 with Retry-After (the server shedding load) is counted apart ("503"): the client waits as
+asked and goes on, as a well-behaved client does; p50/p95 are those of the requests answered.
 
 It starts `python -m ragqa serve` on a free 127.0.0.1 port over DIR (a RAGQA_HOME holding the
 collection), takes its queries from the collection itself (the titles of `--queries` papers
@@ -59,15 +63,18 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, home: Path, collection: str) -> None:
+    def __init__(self, home: Path, collection: str, serve_args: tuple[str, ...] = (),
+                 code: Path | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGQA_"))}
         env.update(RAGQA_HOME=str(home), RAGQA_LLM="none")
+        if code:  # measure another checkout's ragqa (e.g. a `git worktree` of the code before)
+            env["PYTHONPATH"] = str(code.resolve())
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - open while the server runs
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ragqa", "serve", "--host", "127.0.0.1", "--port",
-             str(self.port), "--collection", collection],
+             str(self.port), "--collection", collection, *serve_args],
             env=env, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.env = env
 
@@ -140,6 +147,7 @@ def drive(url: str, route: str, queries: Queries, clients: int, seconds: float,
     the server's, whose CPU time per request is measured."""
     latencies: list[float] = []
     errors: list[str] = []
+    shed = [0]  # 503s with Retry-After: the client waits as asked, then goes on
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
 
@@ -153,8 +161,15 @@ def drive(url: str, route: str, queries: Queries, clients: int, seconds: float,
                     ok = response.status_code == 200
                     problem = f"{response.status_code}: {response.text[:200]}"
                 except httpx.HTTPError as exc:
-                    ok, problem = False, repr(exc)
+                    ok, problem, response = False, repr(exc), None
                 elapsed = (time.perf_counter() - started) * 1000
+                if response is not None and response.status_code == 503 and \
+                        "retry-after" in response.headers:
+                    with lock:
+                        shed[0] += 1
+                    pause = float(response.headers["retry-after"])
+                    time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
+                    continue
                 with lock:
                     (latencies.append(elapsed) if ok else errors.append(problem))
 
@@ -169,7 +184,7 @@ def drive(url: str, route: str, queries: Queries, clients: int, seconds: float,
     served = len(latencies) + len(errors)
     cpu_ms = (cpu_seconds(pid) - cpu) * 1000 / served if pid and served else None
     return {"route": route, "clients": clients, "requests": len(latencies),
-            "errors": len(errors), "first_errors": errors[:3],
+            "errors": len(errors), "first_errors": errors[:3], "shed_503": shed[0],
             "rps": round(len(latencies) / wall, 2) if wall else 0.0,
             "p50_ms": round(percentile(latencies, 50), 1),
             "p95_ms": round(percentile(latencies, 95), 1),
@@ -206,13 +221,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="per route and client count")
     parser.add_argument("--queries", type=int, default=1000, help="distinct queries")
     parser.add_argument("--ingest", type=Path, help="ingest this file while 4 clients search")
+    parser.add_argument("--serve-args", default="", help="more `ragqa serve` options, e.g. "
+                        "'--max-concurrent 2'")
+    parser.add_argument("--code", type=Path, help="serve this checkout's ragqa (PYTHONPATH)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
     if not all(1 <= c <= MAX_CLIENTS for c in counts) or not 0 < args.seconds <= MAX_SECONDS:
         sys.exit(f"serve_load: 1..{MAX_CLIENTS} clients and 0..{MAX_SECONDS} s, please")
     load_before = os.getloadavg()[0]
-    server = Server(args.home, args.collection)
+    server = Server(args.home, args.collection, tuple(args.serve_args.split()), args.code)
     try:
         health = server.wait()
         titles = queries_of(server.url, args.queries)
@@ -246,10 +264,11 @@ def main() -> None:
           f"{report['load_average']['before']} before, {report['load_average']['after']} after; "
           f"{report['distinct_queries']} distinct queries, asked again: "
           + ", ".join(f"{r} {n}" for r, n in report["repeated_queries"].items()))
-    print(f"{'route':<12} {'clients':>7} {'req':>6} {'err':>4} {'req/s':>7} {'p50 ms':>8} "
-          f"{'p95 ms':>8} {'CPU ms/req':>10}")
+    print(f"{'route':<12} {'clients':>7} {'req':>6} {'err':>4} {'503':>5} {'req/s':>7} "
+          f"{'p50 ms':>8} {'p95 ms':>8} {'CPU ms/req':>10}")
     for run in runs:
         print(f"{run['route']:<12} {run['clients']:>7} {run['requests']:>6} {run['errors']:>4} "
+              f"{run['shed_503']:>5} "
               f"{run['rps']:>7} {run['p50_ms']:>8} {run['p95_ms']:>8} "
               f"{run['server_cpu_ms_per_request']:>10}")
     if during:
