@@ -1,5 +1,5 @@
 """Calibrate the relevance cut for claims and fact questions
-(ragqa.retrieval.retrieve.CUT_FOR_CLAIMS).
+(ragqa.retrieval.fitted.CUT_FOR_CLAIMS).
 
 "Which papers" lists and summary topics have their own decision, calibrated on judged
 questions at conference scale: bench/lists/eval.py. The list and summary figures this script
@@ -158,7 +158,7 @@ def main() -> int:
                 "seeds_labelled_f1": round(sf1, 3), "seeds_labelled_precision": round(sp, 3),
                 "seeds_labelled_recall": round(sr, 3)}
 
-    # Three uses, three settings (retrieve.CUT_FOR_LISTS / _CLAIMS / _SUMMARIES), each
+    # Three uses, three settings (fitted.CUT_FOR_LISTS / _CLAIMS / _SUMMARIES), each
     # judged half on its own data and half on staying silent for off-topic questions (SciFact
     # claims asked of the seeds: any paper kept is a false alarm):
     # - "which papers ..." lists on the labelled seed questions (F1);

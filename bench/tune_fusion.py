@@ -5,7 +5,7 @@
 DIR is a RAGQA_HOME with a `scifact` collection (`bench/scifact.py --home DIR` fills it). Each
 query's dense chunk ranking and BM25 ranking are fetched once; then every setting on the grid
 re-fuses them in memory, so the grid costs seconds. The report gives nDCG@10 for each setting,
-best first; the current default (ragqa.retrieval.retrieve.DENSE_WEIGHT) is marked. Two families:
+best first; the current default (ragqa.retrieval.fitted.DENSE_WEIGHT) is marked. Two families:
 
   convex  alpha * dense + (1 - alpha) * BM25, each score min-max scaled over its candidates
           (what ragqa does, alpha = DENSE_WEIGHT);

@@ -64,7 +64,8 @@ def test_search_and_list_questions_never_load_the_cross_encoder(seeded, home):
 
     code = ("import sys\nfrom ragqa.faces.cli import main\nsys.argv = ['ragqa', 'ask', "
             "'Which papers study spiking neural networks?']\ntry:\n    main()\nexcept SystemExit:\n"
-            "    pass\nprint('LOADED' if 'ragqa.models.rerank' in sys.modules else 'NOT LOADED')\n")
+            "    pass\nfrom ragqa.models.rerank import cross_encoder\n"
+            "print('LOADED' if cross_encoder.cache_info().misses else 'NOT LOADED')\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "RAGQA_HOME": str(home)}, timeout=120)
     assert "A²SG" in result.stdout and "NOT LOADED" in result.stdout, result.stderr

@@ -19,7 +19,7 @@ What it reports:
   pooled, folds by question) and applied to the held-out fold: the figures to quote;
 - `shipped`: `ragqa search` as committed (LIST_MODEL fitted on all questions: in-sample);
 - candidates' recall@100 and recall of the whole candidate stage.
-`--fit` prints the LIST_MODEL fitted on every question, to paste into ragqa/retrieval/retrieve.py.
+`--fit` prints the LIST_MODEL fitted on every question, to paste into ragqa/retrieval/fitted.py.
 
     python bench/lists/eval.py --home DIR [--data ../shared/data/mlconf] [--folds 5] [--fit]
     git worktree add /tmp/ragqa-before cdb7c85      # the version before the list decision

@@ -40,7 +40,7 @@ PAPERS_PER_BATCH = 256  # one upsert each; big enough that length-sorted batches
 WRITES_AHEAD = 2  # embedded batches that may wait for the writer: bounds the memory they hold
 REBUILD_SUFFIX = "__rebuild"
 MULTILINGUAL_PER_BATCH = 32  # chunks a multilingual upsert: what a kill can lose
-BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieve.py)
+BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieval/signals.py)
 
 
 @dataclass

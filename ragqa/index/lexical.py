@@ -396,9 +396,10 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
                    known_terms: Mapping[str, KnownTerms] | None = None) -> Path:
     """Write a new snapshot, switch CURRENT to it atomically, then remove older ones.
 
-    `background` is a sample of the collection's vectors: retrieve.py measures how unusual a
-    paper's similarity to a question is against it (the relevance cut). `known_terms`: paper id
-    -> `document_terms` of papers worked out beforehand (ingest does it while it embeds)."""
+    `background` is a sample of the collection's vectors: retrieval/signals.py measures how
+    unusual a paper's similarity to a question is against it (the relevance cut).
+    `known_terms`: paper id -> `document_terms` of papers worked out beforehand (ingest does it
+    while it embeds)."""
     folder.mkdir(parents=True, exist_ok=True)
     previous = (read_current(folder) or {}).get("dir")
     name = f"snap-{fp[:12]}-{time.time_ns()}"
