@@ -3,7 +3,13 @@ user's data folder), and drives the real CLI through typer's test runner."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
+import os
 import shutil
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,8 +30,11 @@ class Ragqa:
         self.runner = CliRunner()
 
     def __call__(self, *args: str, input: str | None = None, **env: str):  # noqa: A002
-        return self.runner.invoke(app, list(args), env={**self.env, **env}, input=input,
-                                  catch_exceptions=False)
+        try:
+            return self.runner.invoke(app, list(args), env={**self.env, **env}, input=input,
+                                      catch_exceptions=False)
+        finally:
+            gc.unfreeze()  # see _release_what_commands_left
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +45,64 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RAGQA_ENV_FILE", str(tmp_path / "no.env"))
     monkeypatch.setenv("RAGQA_HOME", str(tmp_path / "home"))
+
+
+# ---------------------------------------------------------------- memory (issue: 10.7 GB suite)
+# Each in-process `ragqa` command leaves an encoder (~100 MB of onnxruntime session) and a
+# Chroma client behind; in one pytest process that added up to 10.7 GB. What holds them:
+# 1. ragqa.cli._no_gc_while_starting calls gc.freeze() once a command has started: right in a
+#    process that ends with the command, but here every command's garbage (cycles that hold its
+#    encoder and Store) became permanent. Ragqa.__call__ unfreezes; the fixture below collects.
+# 2. chromadb keeps one System per data folder for the life of the process
+#    (SharedSystemClient._identifier_to_system; ragqa never closes its clients): ~5 MB each,
+#    one per test home. The fixture stops those under the test's tmp_path.
+# 3. A command that fails before it needs the embedder (bad input) returns while its model still
+#    loads on a thread of its own (ragqa.app.start_loading_encoder): waited for, or tests of
+#    0.1 s each had several models loading at once.
+# 4. glibc gives each new thread a malloc arena (up to 8 per core); the models load on fresh
+#    threads, and memory freed in those arenas mostly stays resident. Two arenas, and a trim
+#    after each collection, keep it in bounds.
+
+GC_SLACK = 256 << 20  # resident bytes the suite may grow by before a full collection (~0.1 s)
+_rss_after_collect = [0]
+try:
+    _LIBC = ctypes.CDLL("libc.so.6")
+    _LIBC.mallopt(-8, 2)  # M_ARENA_MAX: for arenas made from now on
+except (OSError, AttributeError):  # not glibc
+    _LIBC = None
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _stop_chroma_systems_under(folder: Path) -> None:
+    if "chromadb" not in sys.modules:
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    prefix = str(folder) + os.sep
+    for identifier in [i for i in SharedSystemClient._identifier_to_system if i.startswith(prefix)]:
+        system = SharedSystemClient._identifier_to_system.pop(identifier)
+        SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+        with contextlib.suppress(Exception):
+            system.stop()
+
+
+@pytest.fixture(autouse=True)
+def _release_what_commands_left(tmp_path: Path):
+    yield
+    for thread in threading.enumerate():
+        if thread.name.startswith("ragqa-model-load"):
+            thread.join(timeout=120)
+    _stop_chroma_systems_under(tmp_path)
+    gc.unfreeze()
+    if _rss() > _rss_after_collect[0] + GC_SLACK:
+        gc.collect()
+        if _LIBC is not None:
+            _LIBC.malloc_trim(0)
+        _rss_after_collect[0] = _rss()
 
 
 @pytest.fixture
