@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ from typer.testing import CliRunner
 
 from ragqa.cli import app
 
-REPO = Path(__file__).resolve().parents[1]
-SEEDS = REPO / "seeds"
-FULL_DUPLEX = "Which papers do full-duplex speech?"
+# Before the helpers are imported: their asserts explain themselves as the tests' do.
+pytest.register_assert_rewrite("tests.helpers")
+
+from .helpers import FULL_DUPLEX, REPO, SEEDS  # noqa: E402, F401 (test files import them)
+from .helpers.processes import ChromaServer  # noqa: E402
 
 
 class Ragqa:
@@ -141,9 +144,18 @@ def seeds_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def llm_server():
-    """The loopback OpenAI-compatible server (tests/llm_server.py), started for one test."""
-    from .llm_server import LoopbackLLM
+    """The loopback OpenAI-compatible server (tests/helpers/llm_server.py), started for one test."""
+    from .helpers.llm_server import LoopbackLLM
 
     server = LoopbackLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def restartable_server(tmp_path: Path) -> Iterator[ChromaServer]:
+    """`chroma run` on 127.0.0.1 over the test's folder, for a test that kills and restarts it."""
+    server = ChromaServer(tmp_path / "server-data", tmp_path / "chroma.log")
+    server.start()
     yield server
     server.stop()

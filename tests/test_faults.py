@@ -35,8 +35,15 @@ from ragqa.cli import app
 from ragqa.corpus import CorpusError, read_sources, text_id
 
 from .conftest import FULL_DUPLEX, Ragqa
-from .llm_server import Reply
-from .test_corpus import ABSTRACT_1, ABSTRACT_2, ABSTRACT_3, _assert_failed_cleanly, _jsonl, _write
+from .helpers.corpus import (
+    ABSTRACT_1,
+    ABSTRACT_2,
+    ABSTRACT_3,
+    _assert_failed_cleanly,
+    _jsonl,
+    _write,
+)
+from .helpers.llm_server import Reply
 
 KEY = "sk-faults-canary-3f9a1c7e5b2d4680aa"
 TOKEN = "chroma-faults-canary-77c1e0d9b3"

@@ -15,23 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragqa.answer import ABSTAINED, ALSO_RELEVANT, CITED_NOTHING, answer_question
-from ragqa.config import load_settings
-from ragqa.embeddings import make_encoder
 from ragqa.llm import LLMError, make_llm
-from ragqa.retrieve import Retriever
-from ragqa.store import Store
 
 from .conftest import FULL_DUPLEX
-from .llm_server import Reply, prompt_of, rough_tokens
-from .test_ask import _ask, _llm_env, _source_numbers
+from .helpers.answers import _ask, _llm_env, _retriever, _source_numbers
+from .helpers.llm_server import Reply, prompt_of, rough_tokens
 
 FACT = "How many tasks does τ-Voice evaluate?"
-
-
-def _retriever(home, server, **extra: str) -> Retriever:
-    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/x",
-                              **_llm_env(server), **extra})
-    return Retriever(Store(settings, "default", make_encoder(settings)))
 
 
 def _cites(title: str, template: str):
