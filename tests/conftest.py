@@ -108,6 +108,21 @@ def _release_what_commands_left(tmp_path: Path):
         _rss_after_collect[0] = _rss()
 
 
+# The fast tier is `pytest -m "not slow"`. Slow: every test that runs ragqa over a data folder
+# (the in-process CLI, a Store: each command loads the embedder and opens Chroma, 0.3-1.5 s),
+# needs the seeded folder (a ~20 s ingest of the seeds, multilingual vectors included), or
+# starts a server, a browser or a process (`server`), plus the few heavy ones marked where they
+# are. Measured (full suite, load ~5 on 2 cores): those 510 tests took 780 of 817 s, the other
+# 261 took 37 s.
+SLOW_FIXTURES = frozenset({"home", "ragqa", "seeded", "_seeded_template", "llm_server"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(item.fixturenames) or item.get_closest_marker("server"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"

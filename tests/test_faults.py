@@ -334,6 +334,7 @@ def test_a_10_mb_abstract_is_ingested_in_chunks(ragqa, llm_server, tmp_path):
     _check_big_ingested(ragqa, text, result, env, chunks=10_000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["seeds", "jsonl"])
 def test_100000_abstracts_in_one_file_parse(tmp_path, kind):
     n = 100_000
