@@ -5,8 +5,8 @@ the local model of bench/local_llm.sh): every chat request passes through unchan
 reply (the whole text, or the stream's deltas as they came) is written to tests/fixtures/llm/
 as JSON with the name of the prompt it answers (`answer`, `condense`, `translate`,
 `theme_name`, `summarize`, `overview`), a `key` (the text of the prompt that tells a replay
-which request it belongs to) and the prompt itself. tests/llm_server.py `replay()` serves them
-back in CI, where the real model never runs.
+which request it belongs to) and the prompt itself. tests/helpers/llm_server.py `replay()`
+serves them back in CI, where the real model never runs.
 
     bench/local_llm.sh serve
     OPENAI_BASE_URL=http://127.0.0.1:8088/v1 python bench/record_llm.py [--only ask_list ...]
@@ -34,7 +34,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.llm_server import FIXTURES, prompt_name, prompt_of  # noqa: E402
+from tests.helpers.llm_server import FIXTURES, prompt_name, prompt_of  # noqa: E402
 
 LIST_QUESTION = "Which papers do full-duplex speech?"
 FACT_QUESTION = "How many tasks does τ-Voice evaluate?"

@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ from typer.testing import CliRunner
 
 from ragqa.faces.cli import app
 
-REPO = Path(__file__).resolve().parents[1]
-SEEDS = REPO / "seeds"
-FULL_DUPLEX = "Which papers do full-duplex speech?"
+# Before the helpers are imported: their asserts explain themselves as the tests' do.
+pytest.register_assert_rewrite("tests.helpers")
+
+from .helpers import FULL_DUPLEX, REPO, SEEDS  # noqa: E402, F401 (test files import them)
+from .helpers.processes import ChromaServer  # noqa: E402
 
 
 class Ragqa:
@@ -50,7 +53,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- memory (issue: 10.7 GB suite)
 # Each in-process `ragqa` command leaves an encoder (~100 MB of onnxruntime session) and a
 # Chroma client behind; in one pytest process that added up to 10.7 GB. What holds them:
-# 1. ragqa.cli._no_gc_while_starting calls gc.freeze() once a command has started: right in a
+# 1. ragqa.faces.cli._no_gc_while_starting calls gc.freeze() once a command has started: right in a
 #    process that ends with the command, but here every command's garbage (cycles that hold its
 #    encoder and Store) became permanent. Ragqa.__call__ unfreezes; the fixture below collects.
 # 2. chromadb keeps one System per data folder for the life of the process
@@ -105,6 +108,21 @@ def _release_what_commands_left(tmp_path: Path):
         _rss_after_collect[0] = _rss()
 
 
+# The fast tier is `pytest -m "not slow"`. Slow: every test that runs ragqa over a data folder
+# (the in-process CLI, a Store: each command loads the embedder and opens Chroma, 0.3-1.5 s),
+# needs the seeded folder (a ~20 s ingest of the seeds, multilingual vectors included), or
+# starts a server, a browser or a process (`server`), plus the few heavy ones marked where they
+# are. Measured (full suite, load ~5 on 2 cores): those 510 tests took 780 of 817 s, the other
+# 261 took 37 s.
+SLOW_FIXTURES = frozenset({"home", "ragqa", "seeded", "_seeded_template", "llm_server"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(item.fixturenames) or item.get_closest_marker("server"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
@@ -141,9 +159,18 @@ def seeds_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def llm_server():
-    """The loopback OpenAI-compatible server (tests/llm_server.py), started for one test."""
-    from .llm_server import LoopbackLLM
+    """The loopback OpenAI-compatible server (tests/helpers/llm_server.py), started for one test."""
+    from .helpers.llm_server import LoopbackLLM
 
     server = LoopbackLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def restartable_server(tmp_path: Path) -> Iterator[ChromaServer]:
+    """`chroma run` on 127.0.0.1 over the test's folder, for a test that kills and restarts it."""
+    server = ChromaServer(tmp_path / "server-data", tmp_path / "chroma.log")
+    server.start()
     yield server
     server.stop()

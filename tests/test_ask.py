@@ -4,7 +4,6 @@ server (real openai client over HTTP), and the citation check in both."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -16,26 +15,8 @@ from ragqa.models.llm import make_llm
 from ragqa.retrieval.retriever import Retriever
 
 from .conftest import FULL_DUPLEX
-from .llm_server import Reply, prompt_of
-
-CANARY = "sk-test-canary-7f3a9c1e5b2d4680"
-
-
-def _ask(ragqa, *args: str, **env: str) -> dict:
-    result = ragqa("ask", *args, "--json", **env)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def _source_numbers(prompt: str) -> dict[str, int]:
-    """title -> n, read from the sources block of a prompt."""
-    return {title: int(n) for n, title in re.findall(r'<source n="(\d+)" title="([^"]*)"', prompt)}
-
-
-def _llm_env(server, **extra: str) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": CANARY,
-            "RAGQA_LLM_MODEL": "loopback-model", "RAGQA_LLM_RETRIES": "0", **extra}
-
+from .helpers.answers import CANARY, _ask, _llm_env, _source_numbers
+from .helpers.llm_server import Reply, prompt_of
 
 # ---------------------------------------------------------------- offline (extractive)
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from .llm_server import Reply, prompt_of
+from .helpers.llm_server import Reply, prompt_of
 
 MOLECULES = "Which papers deal with molecules or materials?"
 CARTESIAN = "Which of them uses Cartesian tensors?"

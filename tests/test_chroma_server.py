@@ -3,47 +3,16 @@
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from .conftest import FULL_DUPLEX
+from .helpers.processes import _chroma_binary, _free_port, _wait_until_up
 
 pytestmark = pytest.mark.server
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _chroma_binary() -> str:
-    beside_python = Path(sys.executable).parent / "chroma"
-    found = str(beside_python) if beside_python.exists() else shutil.which("chroma")
-    if not found:
-        pytest.fail("the `chroma` command (from the chromadb package) is not installed")
-    return found
-
-
-def _wait_until_up(port: int, process: subprocess.Popen, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"chroma run exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError("chroma run did not start")
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from ragqa.answering.answer import CITATION, answer_sentences, cited_numbers
 from ragqa.answering.citations import normalise_citations
 
 from .conftest import FULL_DUPLEX
-from .llm_server import FIXTURES, Reply, prompt_of
-from .test_ask import _ask, _llm_env, _source_numbers
+from .helpers.answers import _ask, _llm_env, _source_numbers
+from .helpers.llm_server import FIXTURES, Reply, prompt_of
 
 # conjunctions, and the words that make a "(n)" an equation, a figure or a step
 _NOT_BEFORE_A_CITATION = {"and", "or", "but", "while", "whereas", "eq", "eqs", "equation",

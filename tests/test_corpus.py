@@ -14,7 +14,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import chromadb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,24 +23,19 @@ from ragqa.sources import read_sources
 from ragqa.sources.paper import Paper, derive_title, text_id
 
 from .conftest import SEEDS
+from .helpers.corpus import (
+    ABSTRACT_1,
+    ABSTRACT_2,
+    ABSTRACT_3,
+    _assert_failed_cleanly,
+    _collection_exists,
+    _jsonl,
+    _write,
+)
 
 SEED_A = "000_5a03819fc22e34a3.txt"  # header "ICML 2026 Papers", 10 abstracts
 SEED_B = "001_f2883c612296ae37.txt"  # header "ICML 2026 论文列表", 19 abstracts
 SEED_COUNTS = {SEED_A: (10, "ICML 2026 Papers"), SEED_B: (19, "ICML 2026 论文列表")}
-
-ABSTRACT_1 = (
-    "Speech-to-speech language models have recently emerged to enhance the naturalness of "
-    "conversational AI. In this work, we propose Moshi-RAG, a modular approach that combines "
-    "a compact full-duplex interface with selective retrieval."
-)
-ABSTRACT_2 = (
-    "Tabular question answering is usually a passive task. We introduce TableAgent-Bench, a "
-    "bilingual benchmark that reformulates it as agentic, multi-turn interaction."
-)
-ABSTRACT_3 = (
-    "Spiking neural networks are hard to train because spikes are not differentiable. We study "
-    "surrogate gradients and show when they converge to flat minima."
-)
 
 
 def _seed_papers(*names: str) -> list[Paper]:
@@ -50,37 +44,6 @@ def _seed_papers(*names: str) -> list[Paper]:
 
 def _by_title(papers: list[Paper]) -> dict[str, Paper]:
     return {p.title: p for p in papers}
-
-
-def _jsonl(*records: object) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-
-
-def _write(path: Path, content: str | bytes) -> Path:
-    if isinstance(content, str):
-        content = content.encode("utf-8")
-    path.write_bytes(content)
-    return path
-
-
-def _collection_exists(home: Path, collection: str = "default") -> bool:
-    """Whether the Chroma store under `home` holds the collection (read directly, not through
-    `ragqa papers`, which would ingest the seeds into a missing collection)."""
-    if not (home / "chroma").exists():
-        return False
-    client = chromadb.PersistentClient(path=str(home / "chroma"),
-                                       settings=chromadb.config.Settings(anonymized_telemetry=False))
-    return f"ragqa_{collection}" in {c.name for c in client.list_collections()}
-
-
-def _assert_failed_cleanly(result, home: Path, where: str) -> None:
-    """Exit code 2, exactly one line on stderr naming `where`, no traceback, nothing written."""
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and result.stderr.endswith("\n"), result.stderr
-    assert where in lines[0], lines[0]
-    assert "Traceback" not in result.output
-    assert not _collection_exists(home)
 
 
 # ================================================================ the seeds
@@ -244,7 +207,6 @@ def test_derive_title_falls_back_to_a_short_plain_lead_phrase(text):
     assert title and len(title.split()) <= 11
     assert not any(mark in title for mark in ("**", "$", "\\textbf"))
     assert title.split()[0] in text.replace("**", "")
-
 
 
 @pytest.mark.parametrize("text, name", [

@@ -23,30 +23,13 @@ import pytest
 from ragqa.index.ingest import PAPERS_PER_BATCH
 from ragqa.models.encoders import OpenAICompatibleEmbedder, _retry_after
 
-from .llm_server import Reply
+from .helpers.corpus import _corpus
+from .helpers.ingest import KEY, _env
+from .helpers.llm_server import Reply
 
 pytestmark = pytest.mark.server
 
-KEY = "sk-embed-canary-7391"
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _env(server, **extra: str) -> dict[str, str]:
-    return {"RAGQA_EMBED_PROVIDER": "openai", "RAGQA_EMBED_BASE_URL": server.url,
-            "RAGQA_EMBED_MODEL": "loopback-embed", "RAGQA_EMBED_API_KEY": KEY, **extra}
-
-
-def _corpus(path: Path, n: int) -> Path:
-    """n short abstracts (one chunk each: the provider's ~4 characters a token)."""
-    words = ["spectral", "graph", "speech", "kernel", "diffusion", "agent", "tensor", "robust"]
-    rng = random.Random(n)
-    lines = []
-    for i in range(n):
-        body = " ".join(rng.choice(words) for _ in range(20))
-        lines.append(json.dumps({"id": f"p{i:03d}", "title": f"Paper {i}",
-                                 "abstract": f"Abstract number {i} studies {body}."}))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def _ingest(ragqa, corpus: Path, server, **extra: str):
@@ -88,7 +71,6 @@ def test_ingest_batches_and_bounds_concurrency(ragqa, llm_server, tmp_path, conc
         assert llm_server.max_in_flight > 1
     auth = {r["headers"].get("Authorization") for r in llm_server.requests}
     assert auth == {f"Bearer {KEY}"}
-
 
 
 def test_requests_carry_32_texts_by_default(ragqa, llm_server, tmp_path):

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from .conftest import FULL_DUPLEX
-from .llm_server import LoopbackLLM, Reply
-from .serve_helpers import RagqaServer
+from .helpers.llm_server import LoopbackLLM, Reply
+from .helpers.serve import RagqaServer
 
 USER, PASSWORD, QUERY = "canary-user-7f3a", "canary-pass-91bd", "canary-query-55c2"
 CANARIES = (USER, PASSWORD, QUERY)

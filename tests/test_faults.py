@@ -37,8 +37,15 @@ from ragqa.sources import read_sources
 from ragqa.sources.paper import text_id
 
 from .conftest import FULL_DUPLEX, Ragqa
-from .llm_server import Reply
-from .test_corpus import ABSTRACT_1, ABSTRACT_2, ABSTRACT_3, _assert_failed_cleanly, _jsonl, _write
+from .helpers.corpus import (
+    ABSTRACT_1,
+    ABSTRACT_2,
+    ABSTRACT_3,
+    _assert_failed_cleanly,
+    _jsonl,
+    _write,
+)
+from .helpers.llm_server import Reply
 
 KEY = "sk-faults-canary-3f9a1c7e5b2d4680aa"
 TOKEN = "chroma-faults-canary-77c1e0d9b3"
@@ -329,6 +336,7 @@ def test_a_10_mb_abstract_is_ingested_in_chunks(ragqa, llm_server, tmp_path):
     _check_big_ingested(ragqa, text, result, env, chunks=10_000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["seeds", "jsonl"])
 def test_100000_abstracts_in_one_file_parse(tmp_path, kind):
     n = 100_000

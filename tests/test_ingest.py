@@ -13,40 +13,7 @@ from ragqa.index.store import local_dir
 from ragqa.sources import read_sources
 
 from .conftest import SEEDS
-
-
-def _ingest(ragqa, *args: str) -> dict:
-    result = ragqa("ingest", *args, "--quiet", "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def _chunks(home: Path, collection: str = "default", port: int | None = None) -> list[dict]:
-    """Every chunk's metadata, from the embedded store, or from a Chroma server on `port`."""
-    settings = chromadb.config.Settings(anonymized_telemetry=False)
-    client = (chromadb.HttpClient(host="127.0.0.1", port=port, settings=settings) if port
-              else chromadb.PersistentClient(path=str(home / "chroma"), settings=settings))
-    return client.get_collection(f"ragqa_{collection}").get(include=["metadatas"])["metadatas"]
-
-
-def _consistent_paper_ids(home: Path, collection: str = "default", port: int | None = None
-                          ) -> set[str]:
-    """The papers of the collection, after checking Chroma and the BM25 snapshot agree and no
-    paper has missing or duplicate chunks (`port`: a Chroma server on 127.0.0.1)."""
-    metas = _chunks(home, collection, port)
-    by_paper: dict[str, list[int]] = {}
-    for meta in metas:
-        by_paper.setdefault(meta["paper_id"], []).append(meta["chunk_index"])
-        assert meta["n_chunks"] >= 1
-    for pid, indices in by_paper.items():
-        n = next(m["n_chunks"] for m in metas if m["paper_id"] == pid)
-        assert sorted(indices) == list(range(n)), f"paper {pid} has chunks {indices} of {n}"
-    server = {"RAGQA_CHROMA_HOST": "127.0.0.1", "RAGQA_CHROMA_PORT": str(port)} if port else {}
-    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent", **server})
-    snapshot = lexical.open_current(local_dir(settings, collection))
-    assert snapshot is not None
-    assert {p.paper_id for p in snapshot.all_papers()} == set(by_paper)
-    return set(by_paper)
+from .helpers.ingest import _chunks, _consistent_paper_ids, _ingest
 
 
 def test_reingest_changes_nothing_and_embeds_nothing(seeded, home):
@@ -187,16 +154,6 @@ def test_bm25_snapshot_repaired_when_it_disagrees_with_chroma(seeded, home):
     report = _ingest(seeded, "--seeds")
     assert report["lexical_rebuilt"] is True and report["chunks"] == 0
     assert len(_consistent_paper_ids(home)) == 29
-
-
-def _many_papers(path: Path, n: int) -> set[str]:
-    seeds = [p for f in sorted(SEEDS.glob("*.txt")) for p in read_sources([f]).papers]
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(n):
-            base = seeds[i % len(seeds)]
-            handle.write(json.dumps({"id": f"k{i}", "title": f"{base.title} #{i}",
-                                     "abstract": base.text}) + "\n")
-    return {f"k{i}" for i in range(n)}
 
 
 def test_abstract_removed_from_the_middle_is_kept_until_prune(ragqa, home, seeds_copy):

@@ -2,8 +2,8 @@
 BM25 terms are worked out meanwhile. What is stored must not change, nor what a failure leaves.
 
 Real parts throughout: `python -m ragqa ingest` processes, `chroma run` on 127.0.0.1 killed with
-SIGKILL, the loopback OpenAI-compatible embedder (tests/llm_server.py; fast, so that two batches
-of papers take seconds), the local embedder for the seeds.
+SIGKILL, the loopback OpenAI-compatible embedder (tests/helpers/llm_server.py; fast, so that
+two batches of papers take seconds), the local embedder for the seeds.
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from ragqa.index.ingest import PAPERS_PER_BATCH
 from ragqa.index.store import Store, local_dir
 from ragqa.models.encoders import LocalMiniLM
 
-from .test_embed_provider import _corpus, _env
-from .test_ingest import _consistent_paper_ids
-from .test_reliability import PausedIngest, _one_error_line, restartable_server  # noqa: F401
+from .helpers.corpus import _corpus
+from .helpers.ingest import _consistent_paper_ids, _env
+from .helpers.processes import PausedIngest, _one_error_line
 
 REST = 40  # papers of the second batch
 
 
 @pytest.mark.server
 def test_a_failed_write_is_one_line_and_the_rerun_writes_only_what_is_missing(
-        ragqa, home, tmp_path, restartable_server, llm_server):  # noqa: F811 (a fixture)
+        ragqa, home, tmp_path, restartable_server, llm_server):
     server = restartable_server
     env = {"RAGQA_CHROMA_HOST": "127.0.0.1", "RAGQA_CHROMA_PORT": str(server.port),
            "RAGQA_HOME": str(home), **_env(llm_server)}

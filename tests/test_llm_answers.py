@@ -15,24 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragqa.answering.answer import ABSTAINED, ALSO_RELEVANT, CITED_NOTHING, answer_question
-from ragqa.config import load_settings
 from ragqa.errors import LLMError
-from ragqa.index.store import Store
-from ragqa.models.encoders import make_encoder
 from ragqa.models.llm import make_llm
-from ragqa.retrieval.retriever import Retriever
 
 from .conftest import FULL_DUPLEX
-from .llm_server import Reply, prompt_of, rough_tokens
-from .test_ask import _ask, _llm_env, _source_numbers
+from .helpers.answers import _ask, _llm_env, _retriever, _source_numbers
+from .helpers.llm_server import Reply, prompt_of, rough_tokens
 
 FACT = "How many tasks does τ-Voice evaluate?"
-
-
-def _retriever(home, server, **extra: str) -> Retriever:
-    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/x",
-                              **_llm_env(server), **extra})
-    return Retriever(Store(settings, "default", make_encoder(settings)))
 
 
 def _cites(title: str, template: str):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from .conftest import FULL_DUPLEX, Ragqa
-from .serve_helpers import RagqaServer, comparable, server_env
+from .helpers.serve import RagqaServer, comparable, server_env
 
 pytestmark = pytest.mark.server
 

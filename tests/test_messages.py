@@ -18,8 +18,8 @@ from ragqa.answering.messages import CATALOGUE, CHINESE, ENGLISH, message, shown
 from ragqa.faces.openai_compat import message_text, read_message
 
 from .conftest import FULL_DUPLEX
-from .llm_server import Reply, prompt_of
-from .test_ask import _llm_env, _source_numbers
+from .helpers.answers import _llm_env, _source_numbers
+from .helpers.llm_server import Reply, prompt_of
 
 ABSENT_ZH = "量子计算的论文有哪些？"  # "which papers are on quantum computing?": none are
 # The "none" frames are asked of a copy of the seeds kept without multilingual vectors: there the

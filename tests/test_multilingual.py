@@ -19,8 +19,10 @@ from ragqa.errors import EmbeddingError
 from ragqa.index.store import Store
 from ragqa.models.encoders import MultilingualE5, _e5_model_path, make_encoder
 
+from .helpers.corpus import A2SG
+
 MOSHI_RAG, TAU_VOICE = "7a6f3d2432b8bff8", "2567d30b03376aa8"
-A2SG, DICEFORMER = "201d7e76c9b0847d", "4553247e3cc7d55f"
+DICEFORMER = "4553247e3cc7d55f"
 HIBIKI_ZERO = "8988ed7e4c723959"
 FULL_DUPLEX_ZH = "全双工语音的论文有哪些？"
 

@@ -13,8 +13,8 @@ import openai
 import pytest
 
 from .conftest import FULL_DUPLEX, Ragqa
-from .llm_server import LoopbackLLM, Reply, prompt_of
-from .serve_helpers import RagqaServer
+from .helpers.llm_server import LoopbackLLM, Reply, prompt_of
+from .helpers.serve import RagqaServer
 
 pytestmark = pytest.mark.server
 

@@ -21,10 +21,9 @@ from ragqa.answering.chat import ask_in_session, new_session
 from ragqa.answering.citations import degenerate_reason, states_fact
 from ragqa.models.llm import make_llm
 
-from .llm_server import FIXTURES, load_fixture, replay
-from .test_ask import _ask, _llm_env
-from .test_llm_answers import _retriever
-from .test_multilingual import A2SG
+from .helpers.answers import _ask, _llm_env, _retriever
+from .helpers.corpus import A2SG
+from .helpers.llm_server import FIXTURES, load_fixture, replay
 
 RECORDED = sorted(p.stem for p in FIXTURES.glob("*.json") if p.stem != "citation_styles")
 

@@ -13,13 +13,10 @@ import contextlib
 import errno
 import json
 import os
-import queue
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -32,69 +29,14 @@ from ragqa.index.store import local_dir
 from ragqa.sources import read_sources
 
 from .conftest import SEEDS, Ragqa
-from .test_chroma_server import _chroma_binary, _free_port, _wait_until_up
-from .test_ingest import _consistent_paper_ids, _ingest, _many_papers
+from .helpers.corpus import _many_papers
+from .helpers.ingest import _consistent_paper_ids, _ingest
+from .helpers.processes import PausedIngest, _one_error_line
 
 NEW_QUERY = "graph neural networks for molecular property prediction"
 
 
 # ---------------------------------------------------------------- helpers
-
-class PausedIngest:
-    """`python -m ragqa ingest ARGS --quiet` in its own process, stopped by the test-only hook at
-    `stage` (it holds the collection lock meanwhile): kill it there, or let it go on."""
-
-    def __init__(self, env: dict[str, str], stage: str, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "ragqa", "ingest", *args, "--quiet"],
-            env={**os.environ, **env, "RAGQA_TEST_PAUSE_AT": stage}, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        marker, seen = f"ragqa-test-pause: {stage}", []
-        while (line := self._next_line(timeout=180)) is not None:
-            if line.strip() == marker:
-                return
-            seen.append(line)
-        self.process.kill()
-        pytest.fail(f"ingest ended before reaching {stage!r}: {''.join(seen)}")
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _next_line(self, timeout: float) -> str | None:
-        try:
-            return self._lines.get(timeout=timeout)
-        except queue.Empty:
-            self.process.kill()
-            pytest.fail("ingest neither paused nor ended in time")
-
-    def release(self) -> None:
-        """Let the ingest go on (without waiting for it)."""
-        assert self.process.stdin is not None
-        self.process.stdin.write("\n")
-        self.process.stdin.close()
-
-    def finish(self) -> tuple[int, str]:
-        """Let it go on to its end: (exit code, what it wrote on stderr after the pause)."""
-        self.release()
-        code = self.process.wait(timeout=300)
-        self._reader.join(timeout=10)
-        lines = []
-        while (line := self._lines.get_nowait()) is not None:
-            lines.append(line)
-        return code, "".join(lines)
-
-    def kill_9(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-        assert self.process.stdin is not None
-        self.process.stdin.close()
 
 
 def _chroma_ids_on_disk(home: Path, collection: str = "ragqa_default") -> set[str]:
@@ -120,14 +62,6 @@ def _snapshot_ids(home: Path, **env: str) -> set[str]:
         return {p.paper_id for p in snapshot.all_papers()}
     finally:
         snapshot.close()
-
-
-def _one_error_line(stderr: str) -> str:
-    """The contract for failures: exactly one line on stderr, no traceback."""
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ragqa: error: "), stderr
-    assert "Traceback" not in stderr
-    return lines[0]
 
 
 def _assert_agree(ragqa: Ragqa, home: Path, expected: set[str], port: int | None = None) -> None:
@@ -307,41 +241,6 @@ def test_search_during_the_first_ingest_does_not_add_the_seeds(ragqa, home, tmp_
 
 
 # ---------------------------------------------------------------- 3: a Chroma server restarted
-
-class ChromaServer:
-    """`chroma run` on 127.0.0.1 that a test can kill -9 and start again on the same data."""
-
-    def __init__(self, path: Path, log: Path) -> None:
-        self.path, self.port, self.log = path, _free_port(), log.open("a")
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [_chroma_binary(), "run", "--path", str(self.path), "--host", "127.0.0.1", "--port",
-             str(self.port)], stdout=self.log, stderr=subprocess.STDOUT)
-        _wait_until_up(self.port, self.process)
-
-    def kill_9(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        self.log.close()
-
-
-@pytest.fixture
-def restartable_server(tmp_path: Path) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path / "server-data", tmp_path / "chroma.log")
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.mark.server

@@ -18,8 +18,8 @@ import pytest
 from ragqa.requests import ShowRequest
 
 from .conftest import FULL_DUPLEX, Ragqa
-from .llm_server import LoopbackLLM, Reply, prompt_of
-from .serve_helpers import RagqaServer, comparable, server_env, sse
+from .helpers.llm_server import LoopbackLLM, Reply, prompt_of
+from .helpers.serve import RagqaServer, comparable, server_env, sse
 
 pytestmark = pytest.mark.server
 

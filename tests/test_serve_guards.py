@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from .conftest import FULL_DUPLEX
-from .serve_helpers import RagqaServer
+from .helpers.serve import RagqaServer
 
 ORIGIN = "http://app.example"
 ROUTES = [("GET", "/", None), ("GET", "/static/app.js", None), ("GET", "/api/health", None),
@@ -105,7 +105,7 @@ def test_beyond_the_limit_and_its_queue_answers_are_shed_with_retry_after(_seede
                                                                           tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from .llm_server import LoopbackLLM, Reply
+    from .helpers.llm_server import LoopbackLLM, Reply
 
     llm = LoopbackLLM().start()
     llm.reply = lambda body: Reply("Moshi-RAG listens while it speaks [1].", delay=2.0)

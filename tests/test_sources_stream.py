@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO
 
 KEPT = 300  # records of the kept category, the same number in every file size
@@ -48,6 +50,7 @@ def _peak(path: Path) -> tuple[int, int, int]:
     return read, kept, rss_kb
 
 
+@pytest.mark.slow
 def test_reading_a_million_line_snapshot_holds_the_slice_not_the_file(tmp_path):
     small = _peak(_snapshot(tmp_path / "small.jsonl.gz", 200_000))
     large = _peak(_snapshot(tmp_path / "large.jsonl.gz", 1_000_000))

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from .llm_server import Reply, prompt_of
+from .helpers.llm_server import Reply, prompt_of
 
 RL_TOPIC = "reinforcement learning and preference optimization"
 CRYSTALS_OR_SPIKING = {"TACE-v1-OAM-M", "CEITNet", "A²SG", "DiceFormer"}

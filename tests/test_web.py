@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import FULL_DUPLEX, Ragqa
-from .llm_server import Reply, prompt_of
+from .helpers.llm_server import Reply, prompt_of
 
 pytestmark = pytest.mark.server
 

@@ -56,7 +56,7 @@ def rough_tokens(text: str) -> int:
     return words + others
 
 
-FIXTURES = Path(__file__).parent / "fixtures" / "llm"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "llm"
 # The prompt a request was built from, told by a line of its template.
 PROMPT_MARKERS = {
     "answer": "You are ragqa, a research assistant",
