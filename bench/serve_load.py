@@ -75,7 +75,9 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ragqa", "serve", "--host", "127.0.0.1", "--port",
              str(self.port), "--collection", collection, *serve_args],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            env=env, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            # `python -m` puts the working folder first on sys.path: run from the checkout
+            cwd=str(code.resolve()) if code else None)
         self.env = env
 
     def wait(self, timeout: float = 180) -> dict:
