@@ -53,9 +53,10 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- memory (issue: 10.7 GB suite)
 # Each in-process `ragqa` command leaves an encoder (~100 MB of onnxruntime session) and a
 # Chroma client behind; in one pytest process that added up to 10.7 GB. What holds them:
-# 1. ragqa.faces.cli._no_gc_while_starting calls gc.freeze() once a command has started: right in a
-#    process that ends with the command, but here every command's garbage (cycles that hold its
-#    encoder and Store) became permanent. Ragqa.__call__ unfreezes; the fixture below collects.
+# 1. `ragqa ingest` calls gc.freeze() once started (ragqa.faces.cli._no_gc_while_starting):
+#    right in a process that ends with the command, but here everything then alive became
+#    permanent, the garbage of every earlier command too (cycles that hold encoders and Stores).
+#    Ragqa.__call__ unfreezes; the fixture below collects.
 # 2. chromadb keeps one System per data folder for the life of the process
 #    (SharedSystemClient._identifier_to_system; ragqa never closes its clients): ~5 MB each,
 #    one per test home. The fixture stops those under the test's tmp_path.
@@ -112,8 +113,8 @@ def _release_what_commands_left(tmp_path: Path):
 # (the in-process CLI, a Store: each command loads the embedder and opens Chroma, 0.3-1.5 s),
 # needs the seeded folder (a ~20 s ingest of the seeds, multilingual vectors included), or
 # starts a server, a browser or a process (`server`), plus the few heavy ones marked where they
-# are. Measured (full suite, load ~5 on 2 cores): those 510 tests took 780 of 817 s, the other
-# 261 took 37 s.
+# are. Measured (full suite, load ~5 on 2 cores): those 526 tests took 768 of 800 s, the other
+# 371 took 32 s (the fast tier: 34 s wall, 0.75 GB).
 SLOW_FIXTURES = frozenset({"home", "ragqa", "seeded", "_seeded_template", "llm_server"})
 
 
