@@ -138,3 +138,12 @@ def test_beyond_the_limit_and_its_queue_answers_are_shed_with_retry_after(_seede
     finally:
         server.stop()
         llm.stop()
+
+
+@pytest.mark.server
+def test_out_of_range_fields_are_422_not_500(served):
+    for body in ({"question": FULL_DUPLEX, "year": 10**30}, {"question": FULL_DUPLEX, "k": 0},
+                 {"question": FULL_DUPLEX, "year": -5}):
+        reply = httpx.post(f"{served.url}/api/search", json=body, timeout=60)
+        assert reply.status_code == 422, (body, reply.text)
+        assert set(reply.json()) == {"error"} and "Traceback" not in reply.text
