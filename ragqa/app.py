@@ -160,10 +160,10 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
 
 def holds_only_the_seeds(retriever: Retriever) -> bool:
     """Whether a collection holds the bundled seeds and nothing else."""
-    lexical = retriever.lexical
-    if lexical is None or not 0 < lexical.size <= SEED_PAPERS:
+    index = retriever.lexical
+    if index is None or not 0 < index.size <= SEED_PAPERS:
         return False
-    held = set(lexical.paper_ids_by_index(range(lexical.size)))
+    held = set(index.paper_ids_by_index(range(index.size)))
     return held <= {p.paper_id for p in read_sources(seed_files()).papers}
 
 

@@ -11,6 +11,7 @@ exceptions listed there).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields
 from dataclasses import field as dataclass_field
 from typing import Any
@@ -64,15 +65,17 @@ def _check_bounds(request: Any) -> None:
             raise InvalidField(f"{f.name} must be at most {spec.le}, not {value}")
         if spec.max_length is not None and len(value) > spec.max_length:
             raise InvalidField(f"{f.name} must be at most {spec.max_length} characters")
+        if spec.pattern is not None and not re.fullmatch(spec.pattern, value):
+            raise InvalidField(f"{f.name} {value!r} has characters it cannot have")
         if spec.choices is not None and value not in spec.choices:
             raise UserError(f"{f.name} must be {', '.join(spec.choices[:-1])} or "
                             f"{spec.choices[-1]}, not {value!r}")
 
 
-def _question(text: str | None, what: str = "question") -> str:
+def _question(text: str | None) -> str:
     question = clean_question(text or "")
     if not question:
-        raise UserError(f"the {what} is empty")
+        raise UserError("the question is empty")
     return question
 
 
