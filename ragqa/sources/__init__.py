@@ -25,6 +25,7 @@ BIB_SUFFIXES = (".bib",)
 SUPPORTED = TEXT_SUFFIXES + JSONL_SUFFIXES + CSV_SUFFIXES + BIB_SUFFIXES
 PROGRESS_EVERY = 10_000  # records between two progress reports while reading
 
+
 @dataclass
 class ReadReport:
     papers: list[Paper]

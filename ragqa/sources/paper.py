@@ -1,6 +1,6 @@
 """The `Paper` record every layer passes around, and what every reader derives from a source's
 text the same way: ids from text, links, titles derived from an abstract, a venue from a header.
-`CorpusError` is bad input located at a file and line."""
+Bad input is a `CorpusError` (ragqa/errors.py), located at a file and line."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ragqa.sources.latex import to_text
 from ragqa.text import split_sentences
 
 MetaValue = str | int | float | bool
+
 
 @dataclass(frozen=True)
 class Paper:
@@ -214,12 +215,12 @@ def _shorten(title: str) -> str:
     return title[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",;:")
 
 
-
 # ---------------------------------------------------------------- venues
 
 # "ICML 2026 Papers", "NeurIPS 2025 Accepted Papers", "ACL 2024 论文", "ICLR 2026 (oral)",
 # "Accepted papers at EMNLP 2023", "NeurIPS'25"
 _HEADER_VENUE = re.compile(r"([A-Za-z][A-Za-z&\-]*)\s*(?:'?(\d{4})|'(\d{2}))(?!\d)")
+
 
 def venue_from_header(header: str) -> tuple[str, int | None]:
     match = _HEADER_VENUE.search(header)
