@@ -320,10 +320,6 @@ def paper_json(paper: Paper) -> dict:
     return record
 
 
-def all_papers(retriever: Retriever) -> list[Paper]:
-    return retriever.lexical.all_papers() if retriever.lexical else []
-
-
 def papers_json(papers: list[Paper], collection: str) -> dict:
     return {"collection": collection, "count": len(papers),
             "papers": [paper_json(p) for p in papers]}

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragqa import __version__
-from ragqa.errors import UserError, error_message, http_status
+from ragqa.errors import TooLarge, UserError, error_message, http_status
 from ragqa.faces.mcp import http_app
 from ragqa.faces.openai_compat import add_openai_routes, error_payload
 from ragqa.requests import (
@@ -133,16 +133,13 @@ class Guard:
                              {b"www-authenticate": b"Bearer"})
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-            await _send_json(send, 413, error_payload(
-                413, f"request body over {MAX_BODY // 1024} KB", scope["path"]))
-            return
         if length is None:  # a chunked body: counted as it arrives, whole before any route
             receive = await _buffered(receive)
-            if receive is None:
-                await _send_json(send, 413, error_payload(
-                    413, f"request body over {MAX_BODY // 1024} KB", scope["path"]))
-                return
+        if receive is None or (length is not None and (not length.isdigit()
+                                                       or int(length) > MAX_BODY)):
+            await _refuse(send, TooLarge(f"request body over {MAX_BODY // 1024} KB"),
+                          scope["path"])
+            return
         await self.app(scope, receive, send)
 
     @staticmethod
@@ -231,6 +228,12 @@ async def _buffered(receive: Callable) -> Callable | None:
         return parts.pop(0) if parts else await receive()
 
     return replay
+
+
+async def _refuse(send: Callable, exc: Exception, path: str) -> None:
+    """An error raised before any route, answered with its class's status (ragqa/errors.py)."""
+    status = http_status(exc)
+    await _send_json(send, status, error_payload(status, error_message(exc), path))
 
 
 async def _send_json(send: Callable, status: int, payload: dict,
