@@ -64,9 +64,9 @@ def questions() -> list[dict]:
 
 
 def record(limit: int, model_name: str) -> int:
-    from ragqa.answering.prompts import load_prompt
     from ragqa.config import load_settings
     from ragqa.models.llm import make_llm
+    from ragqa.prompts import load_prompt
 
     settings = load_settings()
     llm = make_llm(settings)

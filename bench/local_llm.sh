@@ -25,8 +25,19 @@ PIP="${PIP:-python3 -m pip}"
 
 say() { echo "local_llm: $*" >&2; }
 
+# GGML_NATIVE=ON turns on AMX on CPUs that have it (-march=native), but GCC 12's
+# _tile_loadconfig() tells the compiler it reads only 8 bytes of the 64-byte tile config,
+# so -O3 drops the stores of rows/colsb and ldtilecfg gets an invalid config: llama-server
+# dies with a general protection fault in ggml_backend_amx_mul_mat on its first matmul
+# (right after "llama threadpool init"). So keep -march=native but switch AMX off.
+NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+BUILD_RECIPE="$LLAMA_PKG native no-amx v2"
+
 build_server() {
-    if [ -x "$SERVER" ]; then say "llama-server already built: $SERVER"; return; fi
+    if [ -x "$SERVER" ] && [ "$(cat "$SERVER.recipe" 2>/dev/null)" = "$BUILD_RECIPE" ]; then
+        say "llama-server already built: $SERVER"; return
+    fi
+    rm -f "$SERVER" "$SERVER.recipe"
     local src="$CACHE/src"
     mkdir -p "$src"
     say "downloading $LLAMA_PKG (source package)"
@@ -46,9 +57,12 @@ build_server() {
     say "building llama-server from $tree (server target only, -j2)"
     cmake -S "$tree" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=Release \
         -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-        -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF >&2
+        -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF \
+        -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+        -DCMAKE_C_FLAGS="$NO_AMX" -DCMAKE_CXX_FLAGS="$NO_AMX" >&2
     cmake --build "$CACHE/build" --target llama-server -j2 >&2
     cp "$(find "$CACHE/build" -name llama-server -type f -perm -u+x | head -n1)" "$SERVER"
+    echo "$BUILD_RECIPE" > "$SERVER.recipe"
     say "built $SERVER"
 }
 
@@ -89,7 +103,7 @@ serve() {
     if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
         say "already serving on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"; return
     fi
-    nohup "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -t 1 -c "$CONTEXT" \
+    nohup "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -t "${LOCAL_LLM_THREADS:-1}" -c "$CONTEXT" \
         > "$LOG" 2>&1 &
     echo $! > "$PIDFILE"
     for _ in $(seq 1 300); do

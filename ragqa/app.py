@@ -70,6 +70,7 @@ from ragqa.requests import (
 from ragqa.resources import seed_files
 from ragqa.retrieval.retriever import Retriever
 from ragqa.retrieval.types import Filters, SearchResult
+from ragqa.screening.screen import Progress
 from ragqa.sources import read_sources
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import Selection
@@ -255,20 +256,25 @@ def search(retriever: Retriever, request: SearchRequest, sentences: bool = True
 
 
 def ask(retriever: Retriever, request: AskRequest, llm: LLM | None,
-        on_token: Callable[[str], None] | None = None) -> Answer:
-    """`ragqa ask`: a cited answer, written by `llm` (streamed to `on_token`) or extractive."""
+        on_token: Callable[[str], None] | None = None,
+        on_screen: Progress | None = None) -> Answer:
+    """`ragqa ask`: a cited answer, written by `llm` (streamed to `on_token`) or extractive; a
+    list question's candidates screened by `llm` first (progress to `on_screen`)."""
     return answer_question(retriever, request.question, llm=llm,
                            on_token=on_token if llm else None, k=request.k,
-                           filters=filters_of(request))
+                           filters=filters_of(request), screen=request.screen,
+                           on_screen=on_screen)
 
 
 def summarize(retriever: Retriever, request: SummarizeRequest, llm: LLM | None,
-              on_progress: Callable[[str], None] | None = None) -> Summary:
+              on_progress: Callable[[str], None] | None = None,
+              on_screen: Progress | None = None) -> Summary:
     """`ragqa summarize`: themes, a paragraph each, references (of a topic, or of the whole
-    collection with `all`)."""
+    collection with `all`); a topic's papers screened by `llm` first."""
     return summaries.summarize(retriever, request.topic, llm=llm,
                                max_papers=request.max_papers, on_progress=on_progress,
-                               filters=filters_of(request))
+                               filters=filters_of(request), screen=request.screen,
+                               on_screen=on_screen)
 
 
 def summary_json(summary: Summary) -> dict:
@@ -281,11 +287,13 @@ def summary_markdown(summary: Summary) -> str:
 
 
 def chat_turn(session: Session, request: ChatRequest, retriever: Retriever, llm: LLM | None,
-              on_token: Callable[[str], None] | None = None) -> tuple[Answer, Turn]:
+              on_token: Callable[[str], None] | None = None,
+              on_screen: Progress | None = None) -> tuple[Answer, Turn]:
     """One turn of `session` (a follow-up is condensed with the turns before it), added to
     it; the caller saves the session."""
     return ask_in_session(session, request.message, retriever, llm,
-                          on_token=on_token if llm else None)
+                          on_token=on_token if llm else None, screen=request.screen,
+                          on_screen=on_screen)
 
 
 def open_session(settings: Settings, collection: str, resume: bool,
@@ -451,10 +459,13 @@ class App:
     def search(self, request: SearchRequest) -> dict:
         return search_json(search(self.retriever(), request), self.name)
 
-    def ask(self, request: AskRequest, on_token: Callable[[str], None] | None = None) -> dict:
-        return ask(self.retriever(), request, self.llm(request.llm), on_token).as_json()
+    def ask(self, request: AskRequest, on_token: Callable[[str], None] | None = None,
+            on_screen: Progress | None = None) -> dict:
+        return ask(self.retriever(), request, self.llm(request.llm), on_token,
+                   on_screen).as_json()
 
-    def chat(self, request: ChatRequest, on_token: Callable[[str], None] | None = None) -> dict:
+    def chat(self, request: ChatRequest, on_token: Callable[[str], None] | None = None,
+             on_screen: Progress | None = None) -> dict:
         """One turn of a saved conversation (`ragqa chat`'s sessions: `ragqa chat --resume ID`
         continues it). A new session when `session_id` is None."""
         model = self.llm(request.llm)
@@ -466,7 +477,7 @@ class App:
         with self._session_lock(session.session_id):
             if request.session_id is not None:  # what another request may have added meanwhile
                 session = load_session(self.settings, session.session_id, exact=True)
-            _, turn = chat_turn(session, request, self.retriever(), model, on_token)
+            _, turn = chat_turn(session, request, self.retriever(), model, on_token, on_screen)
             save_session(self.settings, session)
         # The secret is said once, with the first turn; later turns must send it.
         return turn_json(session, turn) | ({"session_secret": secret} if secret else {})
@@ -489,7 +500,8 @@ class App:
         return session
 
     def chat_history(self, history: list[tuple[str, str, list[dict]]], request: ChatRequest,
-                     on_token: Callable[[str], None] | None = None) -> dict:
+                     on_token: Callable[[str], None] | None = None,
+                     on_screen: Progress | None = None) -> dict:
         """A turn after an earlier conversation that the client holds (OpenAI-style messages:
         (question, answer text, the papers it cited as {"n", "paper_id", "title", "source"}),
         condensed as `ragqa chat` condenses a follow-up. Nothing is saved."""
@@ -497,12 +509,15 @@ class App:
         for question, answer, cited in history:
             session.turns.append(Turn(question, question, {"answer": answer, "citations": cited},
                                       [c["paper_id"] for c in cited]))
-        _, turn = chat_turn(session, request, self.retriever(), self.llm(request.llm), on_token)
+        _, turn = chat_turn(session, request, self.retriever(), self.llm(request.llm), on_token,
+                            on_screen)
         return turn_json(session, turn) | {"session_id": None}
 
-    def summarize(self, request: SummarizeRequest) -> tuple[dict, str]:
+    def summarize(self, request: SummarizeRequest, on_screen: Progress | None = None
+                  ) -> tuple[dict, str]:
         """The `summarize --json` object and the Markdown `--out` writes."""
-        summary = summarize(self.retriever(), request, self.llm(request.llm))
+        summary = summarize(self.retriever(), request, self.llm(request.llm),
+                            on_screen=on_screen)
         return summary_json(summary), summary_markdown(summary)
 
     def papers(self, request: PapersRequest) -> dict:

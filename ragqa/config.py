@@ -84,6 +84,7 @@ def setting(env: str, default: Any = MISSING, *, description: str, section: str,
 
 _DATA, _EMBED, _STORE, _CHUNKS = "Data", "Embeddings", "Store", "Chunking and retrieval"
 _LLM, _SERVE = "LLM (written answers)", "ragqa serve"
+_SCREEN = "Screening (the LLM reads the candidates of a list)"
 _OPENAI = "With RAGQA_EMBED_PROVIDER=openai:"
 
 
@@ -189,6 +190,27 @@ class Settings:
         "RAGQA_CHAT_MEMORY_TOKENS", 2000, ge=100, section=_LLM,
         description="Tokens of chat history a follow-up question is condensed with; older "
         "turns are dropped.")
+    llm_concurrency: int = setting(
+        "RAGQA_LLM_CONCURRENCY", 4, ge=1, section=_LLM,
+        description="LLM requests one question or summary sends at once (screening batches, "
+        "summary themes). 1 for a local server with one slot.")
+    screen: str = setting(
+        "RAGQA_SCREEN", "auto", section=_SCREEN,
+        description="auto: with an LLM configured, it reads the candidates of every list "
+        "question and summary topic and keeps what it judges relevant; off: never; a number: "
+        "auto, reading at most that many candidates (--screen on ask, chat, summarize).")
+    screen_max: int = setting(
+        "RAGQA_SCREEN_MAX", 200, ge=1, section=_SCREEN,
+        description="Candidates a question's screening reads at most. At 200 the ranking "
+        "holds 0.995 (NeurIPS 2018) and 0.978 (ACL 2022) of the relevant papers "
+        "(docs/benchmarks.md, screening).")
+    screen_batch: int = setting(
+        "RAGQA_SCREEN_BATCH", 20, ge=1, section=_SCREEN,
+        description="Candidates per screening request.")
+    screen_tokens: int = setting(
+        "RAGQA_SCREEN_TOKENS", 200, ge=16, section=_SCREEN,
+        description="Tokens of each candidate's text a screening request shows (its title, "
+        "then its abstract's first sentences that fit).")
     lock_timeout: float = setting(
         "RAGQA_LOCK_TIMEOUT", 60.0, ge=0, section=_CHUNKS,
         description="Seconds an ingest waits for another ingest of the same collection to "

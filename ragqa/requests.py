@@ -38,6 +38,7 @@ class Option:
     max_length: int | None = None
     choices: tuple[str, ...] | None = None
     pattern: str | None = None
+    expected: str | None = None  # what a value that fails `pattern` should be, for people
 
 
 def option(default: Any, help: str, kw_only: bool = False, **bounds: Any) -> Any:
@@ -66,7 +67,9 @@ def _check_bounds(request: Any) -> None:
         if spec.max_length is not None and len(value) > spec.max_length:
             raise InvalidField(f"{f.name} must be at most {spec.max_length} characters")
         if spec.pattern is not None and not re.fullmatch(spec.pattern, value):
-            raise InvalidField(f"{f.name} {value!r} has characters it cannot have")
+            raise InvalidField(f"{f.name} must be {spec.expected}, not {value!r}"
+                               if spec.expected else
+                               f"{f.name} {value!r} has characters it cannot have")
         if spec.choices is not None and value not in spec.choices:
             raise UserError(f"{f.name} must be {', '.join(spec.choices[:-1])} or "
                             f"{spec.choices[-1]}, not {value!r}")
@@ -84,6 +87,9 @@ _VENUE = "Only papers of this venue."
 _YEAR = "Only papers of this year."
 _CATEGORY = "Only papers of this arXiv category (e.g. cs.CL)."
 _LLM = "auto (an LLM when one is configured), openai, or none (extractive)."
+_SCREEN = ("With an LLM, it reads a list's candidates and keeps the relevant ones: auto "
+           "(RAGQA_SCREEN), off, or the most candidates to read, e.g. 100.")
+SCREEN_PATTERN = r"^(?:auto|off|[1-9][0-9]{0,4})$"
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ class AskRequest(_Filtered):
     question: str = option("", "Your question about the papers.", max_length=MAX_TEXT)
     llm: str = option("auto", _LLM, choices=LLM_CHOICES)
     k: int | None = option(None, "At most this many papers as sources.", ge=1, le=MAX_K)
+    screen: str | None = option(None, _SCREEN, max_length=5, pattern=SCREEN_PATTERN,
+                                   expected="auto, off or a number of candidates")
 
     def __post_init__(self) -> None:
         _check_bounds(self)
@@ -126,6 +134,8 @@ class ChatRequest:
         None, "Over HTTP: the secret the session's first turn returned; an id alone does not "
         "continue a session.", max_length=200)
     llm: str = option("auto", _LLM, choices=LLM_CHOICES)
+    screen: str | None = option(None, _SCREEN, max_length=5, pattern=SCREEN_PATTERN,
+                                   expected="auto, off or a number of candidates")
 
     def __post_init__(self) -> None:
         _check_bounds(self)
@@ -139,6 +149,8 @@ class SummarizeRequest(_Filtered):
     max_papers: int | None = option(None, "At most this many papers (a sample with all).",
                                     ge=2, le=MAX_SUMMARY_PAPERS)
     llm: str = option("auto", _LLM, choices=LLM_CHOICES)
+    screen: str | None = option(None, _SCREEN, max_length=5, pattern=SCREEN_PATTERN,
+                                   expected="auto, off or a number of candidates")
 
     def __post_init__(self) -> None:
         _check_bounds(self)

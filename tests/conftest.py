@@ -48,6 +48,9 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RAGQA_ENV_FILE", str(tmp_path / "no.env"))
     monkeypatch.setenv("RAGQA_HOME", str(tmp_path / "home"))
+    # The tests of written answers script one reply per prompt and run unscreened; the tests
+    # of screening (tests/test_screening.py and the web page's) set RAGQA_SCREEN=auto.
+    monkeypatch.setenv("RAGQA_SCREEN", "off")
 
 
 # ---------------------------------------------------------------- memory (issue: 10.7 GB suite)

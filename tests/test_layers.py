@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ragqa"
 # Lowest first: a module may import its own layer and the layers before it.
 LAYERS = [
     ("base", ("ragqa", "ragqa.config", "ragqa.errors", "ragqa.text", "ragqa.resources",
-              "ragqa.tokenizer")),
+              "ragqa.prompts", "ragqa.tokenizer")),
     ("sources", ("ragqa.sources",)),
     ("models", ("ragqa.models",)),
     ("index", ("ragqa.index",)),

@@ -141,7 +141,7 @@ def test_english_frames_and_json_keys_are_unchanged(seeded):
     assert set(answer) == {"question", "mode", "answer", "citations", "unsupported", "repaired",
                            "fallback", "timings", "dropped_citations", "language",
                            "retrieval_query", "notice", "model", "total_papers", "papers",
-                           "closest", "labels"}
+                           "closest", "labels", "screening", "marks"}
     assert answer["labels"] == {
         "header": "Extractive answer (no LLM configured): sentences quoted from the abstracts. "
                   "Set OPENAI_BASE_URL or OPENAI_API_KEY for written answers.",

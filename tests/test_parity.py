@@ -29,7 +29,7 @@ NOT_OFFERED = {
     # A chat's turns come from the terminal or stdin, a line each.
     ("cli", "chat"): {"message", "session_secret"},  # the data folder's owner needs none
     # MCP clients keep their own conversation; a turn is `ask` over MCP.
-    ("mcp", "chat"): {"message", "session_id", "session_secret", "llm"},
+    ("mcp", "chat"): {"message", "session_id", "session_secret", "llm", "screen"},
     # Only the CLI ingests: a server answers from what was ingested.
     ("http", "ingest"): {f.name for f in fields(OPERATIONS["ingest"])},
     ("mcp", "ingest"): {f.name for f in fields(OPERATIONS["ingest"])},

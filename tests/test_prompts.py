@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragqa.answering.prompts import PLACEHOLDERS, load_prompt
 from ragqa.config import load_settings
 from ragqa.errors import ConfigError
+from ragqa.prompts import PLACEHOLDERS, load_prompt
 
 
 def _settings(tmp_path, prompts_dir=None):

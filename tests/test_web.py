@@ -246,7 +246,7 @@ def test_a_question_streams_an_answer_whose_citations_open_the_quoted_sentence(s
     buttons = turn.find_elements("css selector", ".answer-text button.cite")
     assert [b.text for b in buttons] == [str(c["n"]) for c in expected["citations"]]
     references = turn.find_elements("css selector", ".refs li")
-    assert [r.find_element("css selector", "button").text for r in references] == \
+    assert [r.find_element("css selector", "button.link").text for r in references] == \
         [c["title"] for c in expected["citations"]]
     for ref, c in zip(references, expected["citations"], strict=True):
         assert c["source"] in ref.text and c["paper_id"] in ref.text
@@ -531,7 +531,7 @@ def test_an_llm_answer_streams_into_the_page_token_by_token(web_home, browser, t
         text = turn.find_element("css selector", ".answer-text").text
         assert "Moshi-RAG combines a compact full-duplex interface" in text
         assert "Answer (LLM: loopback-model" in turn.text
-        titles = [b.text for b in turn.find_elements("css selector", ".refs li button")]
+        titles = [b.text for b in turn.find_elements("css selector", ".refs li button.link")]
         assert titles[:2] == ["Moshi-RAG", "τ-Voice"]  # then "Also relevant:" ones
         turn.find_element("css selector", ".answer-text button.cite").click()
         mark = _visible(browser, "#panel-abstract mark")
@@ -628,5 +628,74 @@ def test_when_the_llm_fails_the_page_offers_the_extractive_answer(web_home, brow
         answer = _css(browser, "#thread .turn")[-1]
         assert "extractive" in answer.text.lower() or "Answer (" in answer.text
         assert "Moshi-RAG" in answer.text
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------- screening and marks
+
+
+def _titles_of(turn) -> list[str]:
+    return [b.text for b in turn.find_elements("css selector", ".refs li button.link")]
+
+
+def test_marks_re_rank_the_list_and_extend_it_offline(server, browser):
+    _open(browser, server)
+    first = _ask(browser, FULL_DUPLEX)
+    listed = _titles_of(first)
+    assert len(listed) >= 2
+    update = first.find_element("css selector", "button.update-list")
+    assert not update.is_enabled()  # nothing marked yet
+    first.find_element("css selector", 'button.mark-not[data-n="1"]').click()
+    fits = first.find_element("css selector", 'button.mark-more[data-n="2"]')
+    fits.click()
+    assert fits.get_attribute("aria-pressed") == "true" and update.is_enabled()
+    update.click()
+    _wait(browser, lambda d: len(_css(d, "#thread .turn")) == 2)
+    second = _css(browser, "#thread .turn")[-1]
+    _wait(browser, lambda d: not second.find_elements("css selector", "[aria-busy]"))
+    assert second.find_element("css selector", ".question").text == "/more 2 /not 1"
+    titles = _titles_of(second)
+    assert titles[0] == listed[1] and listed[0] not in titles  # kept first, removed gone
+    assert len(titles) > len(listed)  # extended with the next candidates
+    assert "Re-ranked with your marks (1 relevant, 1 not)" in second.text
+    # only the latest list can be marked: the numbers of a mark name the last list
+    assert first.find_elements("css selector", "button.mark") == []
+    assert second.find_elements("css selector", "button.mark")
+
+
+def test_the_page_shows_screening_progress_and_lists_what_the_judge_accepts(
+        web_home, browser, tmp_path, llm_server):
+    import time as clock
+
+    from .helpers.judge import judge
+
+    accept = judge(lambda title: title in {"Moshi-RAG", "τ-Voice", "Hibiki-Zero"})
+
+    def slow(body: dict) -> Reply:
+        if "You are screening papers" in prompt_of(body):
+            clock.sleep(0.4)  # slow enough that the page shows each wave
+        return accept(body)
+
+    llm_server.reply = slow
+    home = tmp_path / "screen-home"
+    shutil.copytree(web_home, home)
+    server = _start_serve(home, OPENAI_BASE_URL=llm_server.url, RAGQA_LLM_MODEL="loopback-model",
+                          RAGQA_LLM_RETRIES="0", RAGQA_SCREEN="auto", RAGQA_SCREEN_BATCH="5",
+                          RAGQA_LLM_CONCURRENCY="1")
+    try:
+        _open(browser, server)
+        browser.execute_script("""
+            window.seen = [];
+            new MutationObserver(() => {
+              const live = document.querySelector('#thread .streaming');
+              const text = live && live.textContent;
+              if (text && text !== window.seen.at(-1)) window.seen.push(text);
+            }).observe(document.getElementById('thread'),
+                       {subtree: true, childList: true, characterData: true});""")
+        turn = _ask(browser, FULL_DUPLEX)
+        seen = [s for s in browser.execute_script("return window.seen") if "Screening" in s]
+        assert seen and re.match(r"Screening: the model has read \d+ of ~\d+ candidates", seen[-1])
+        assert set(_titles_of(turn)) == {"Moshi-RAG", "τ-Voice", "Hibiki-Zero"}
     finally:
         server.stop()

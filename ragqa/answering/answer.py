@@ -26,12 +26,13 @@ import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
-from ragqa.answering.prompts import load_prompt
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
 from ragqa.models.rerank import cross_encoder
+from ragqa.prompts import load_prompt
 from ragqa.retrieval.question import is_list_question, topic_of
 from ragqa.retrieval.types import Filters, Hit, SearchResult
+from ragqa.screening.screen import Progress, Screening, screener_for
 from ragqa.sources.paper import contribution_sentence, strip_marks
 from ragqa.text import split_sentences
 
@@ -377,6 +378,11 @@ class Answer:
     # Why the model's answer was not shown (empty, only citations, ...): "" when it was.
     fallback: str = ""
     timings: dict = field(default_factory=dict)
+    # How the LLM screened a list question's candidates; None when it did not.
+    screening: Screening | None = None
+    # A list re-ranked by the user's marks (chat's /more and /not): the question and the
+    # papers marked so far, {"question", "more": [ids], "not": [ids]}; None otherwise.
+    marks: dict | None = None
 
     @property
     def header(self) -> str:
@@ -409,11 +415,14 @@ class Answer:
             "retrieval_query": self.retrieval_query, "notice": self.notice,
             "model": self.model, "total_papers": self.total_papers,
             "papers": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
-                        "source": h.paper.source, "score": round(h.score, 6)}
+                        "source": h.paper.source, "score": round(h.score, 6),
+                        "sentence": h.best_sentence}
                        for h in self.hits],
             "closest": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
                          "source": h.paper.source} for h in self.closest],
             "labels": self.labels(),
+            "screening": self.screening.as_json() if self.screening else None,
+            "marks": self.marks,
         }
 
 
@@ -568,11 +577,16 @@ def choose_sentences(question: str, sentences: Sequence[str], lexical_scores: np
 
 def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
                     on_token: Callable[[str], None] | None = None, k: int | None = None,
-                    filters: Filters | None = None, query: str | None = None) -> Answer:
+                    filters: Filters | None = None, query: str | None = None,
+                    screen: str | None = None, on_screen: Progress | None = None) -> Answer:
     """Retrieve for `query` (default: the question, translated if need be) and answer
-    `question` from what was found."""
+    `question` from what was found. With an LLM, a list question's candidates are screened
+    by it (`screen`: --screen, default RAGQA_SCREEN; progress to `on_screen`) and the list is
+    what it accepts."""
     started = time.monotonic()
     settings = retriever.store.settings
+    if llm:  # a broken prompt file is told before any call to the model is paid for
+        load_prompt("answer", settings)
     language = detect_language(question)
     notice = ""
     translated = False
@@ -600,9 +614,21 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     searched = time.monotonic()
     # A machine translation's words are not the user's ("脉冲神经网络" came back as "pulse neural
     # networks"): no word rule may silence it (search_foreign searches it so).
-    result = (search(k=k or (MAX_SOURCES if llm else None), cut=not follow_up) if foreign else
-              retriever.search(query, k=k or (MAX_SOURCES if llm else None), filters=filters,
-                               cut=not follow_up, word_rules=not translated))
+    screener = screener_for(retriever, llm, screen,
+                            offline=lambda: search(k=None, cut=not follow_up).hits) \
+        if is_list_question(question) or is_list_question(query) else None
+    screened = None
+    if screener is not None:
+        # The judge reads the ranking, not the offline cut's list; deeper than it will read,
+        # so that re-ordering by its verdicts can bring up papers ranked below the limit.
+        result = search(k=2 * screener.limit, cut=False)
+        screened = screener.screen(question, result.hits, on_screen)
+        result.hits = screened.hits[:k] if k else screened.hits
+    else:
+        result = (search(k=k or (MAX_SOURCES if llm else None), cut=not follow_up) if foreign
+                  else retriever.search(query, k=k or (MAX_SOURCES if llm else None),
+                                        filters=filters, cut=not follow_up,
+                                        word_rules=not translated))
     if result.multilingual.startswith("english"):  # no multilingual vectors: say how to add them
         what = "translation" if translated else "question"
         notice = message("notice.no_multilingual", language,
@@ -625,6 +651,8 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         checked = written.checked
         notice = " ".join(filter(None, [notice, *written.notices]))
         timings.update(written.timings)
+    if screened is not None:
+        timings["screening_ms"] = round(screened.screening.seconds * 1000)
     timings["total_ms"] = _ms(started)
     # Nothing addresses it: say so, and show what came nearest apart, uncited.
     closest = search(k=CLOSEST_MATCHES, cut=False, sentences=False).hits \
@@ -633,7 +661,7 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     return Answer(question, "llm" if llm and not fallback else "extractive", checked.text,
                   checked.citations, checked.unsupported, checked.dropped, hits, total, query,
                   language, notice, llm.description if llm else "", closest, checked.repaired,
-                  fallback, timings)
+                  fallback, timings, screened.screening if screened else None)
 
 
 def _ms(since: float) -> int:

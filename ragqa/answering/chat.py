@@ -20,10 +20,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.answering.answer import Answer, answer_question, detect_language
-from ragqa.answering.messages import joined, message
-from ragqa.answering.prompts import load_prompt
+from ragqa.answering.answer import Answer, Citation, answer_question, detect_language, quote_lines
+from ragqa.answering.messages import joined, message, shown_topic
+from ragqa.errors import UserError
+from ragqa.prompts import load_prompt
+from ragqa.retrieval.question import topic_of
 from ragqa.retrieval.types import Filters
+from ragqa.screening.feedback import refine
+from ragqa.screening.screen import Progress
 from ragqa.sources.export import reference_link
 from ragqa.text import inert_markdown
 
@@ -236,27 +240,107 @@ def condense(question: str, session: Session, llm: LLM | None, settings: Setting
     papers = referenced_papers(question, session)
     if not session.turns:
         return Condensed(question, question, None)
-    if llm is not None:  # the condensed question names what it refers to: no restriction
+    if llm is not None:
         history = history_text(session, settings.chat_memory_tokens, count_tokens)
         standalone = llm.complete(load_prompt("condense", settings).fill(
             history=history, question=question)).strip() or question
-        return Condensed(standalone, standalone, None)
+        # The condensed question names what it refers to; only "which of them …" keeps to
+        # the earlier list, so that screening reads those papers and no others.
+        selecting = papers is not None and bool(_FRAME.search(question) or
+                                                _ZH_FRAME.search(question))
+        return Condensed(standalone, standalone, papers if selecting else None)
     if papers is None:
         return Condensed(question, question, None)
     return Condensed(offline_standalone(question, session, papers), strip_references(question),
                      papers)
 
 
+# ---------------------------------------------------------------- marks: the user as the judge
+
+_MARK_WORDS = ("/more", "/not")
+# Candidates a marked question is re-ranked over (its offline ranking, no cut).
+MARK_CANDIDATES = 400
+
+
+@dataclass
+class Marks:
+    more: list[int]
+    rejected: list[int]
+
+
+def parse_marks(message_text: str) -> Marks | None:
+    """"/more 2 5 /not 3" -> the numbers marked; None when the message is no marking. A
+    marking with anything else than numbers is a UserError that says the form."""
+    words = message_text.split()
+    if not words or words[0].lower() not in _MARK_WORDS:
+        return None
+    marks, current = Marks([], []), None
+    for word in words:
+        if word.lower() in _MARK_WORDS:
+            current = marks.more if word.lower() == "/more" else marks.rejected
+        elif word.strip(",").isdigit() and current is not None:
+            current.append(int(word.strip(",")))
+        else:
+            raise UserError(f"marks take the numbers of the last list, e.g. /more 2 5 /not 3 "
+                            f"(not {word!r})")
+    if not marks.more and not marks.rejected:
+        raise UserError("name the papers: /more 2 5 marks [2] and [5] relevant, /not 3 not")
+    return marks
+
+
+def refine_with_marks(session: Session, marks: Marks, retriever: Retriever) -> Answer:
+    """The last list re-ranked by the user's marks (screening.feedback.refine): the papers
+    marked relevant first, those marked not relevant gone, the rest re-ordered by their
+    closeness to the marked ones and extended with the next candidates. No model is asked:
+    this is the offline judge. Marks add up over rounds on the same question."""
+    last = session.turns[-1] if session.turns else None
+    listed = {c["n"]: c["paper_id"] for c in (last.answer["citations"] if last else [])}
+    if not listed:
+        raise UserError("/more and /not mark papers of the last list: ask a question first")
+    unknown = sorted(n for n in [*marks.more, *marks.rejected] if n not in listed)
+    if unknown:
+        raise UserError(f"no [{unknown[0]}] in the last list (it has [1] to [{len(listed)}])")
+    earlier = last.answer.get("marks") or {}
+    question = earlier.get("question") or last.standalone
+    more = set(earlier.get("more", [])) | {listed[n] for n in marks.more}
+    rejected = (set(earlier.get("not", [])) - {listed[n] for n in marks.more}) \
+        | {listed[n] for n in marks.rejected}
+    more -= {listed[n] for n in marks.rejected}
+    language = detect_language(question)
+    search = retriever.search if language == "English" else retriever.search_foreign
+    ranked = search(question, k=MARK_CANDIDATES, cut=False).hits
+    unjudged = len([pid for pid in listed.values() if pid not in more and pid not in rejected])
+    confirmed, rest = refine(ranked, retriever.paper_vectors([h.index for h in ranked]),
+                             more, rejected, unjudged)
+    citations: list[Citation] = []
+    lines = quote_lines([(h, h.best_sentence) for h in [*confirmed, *rest]],
+                        "- **{title}**: {sentence} [{n}]", citations)
+    header = message("marks.header", language, more=len(more), rejected=len(rejected),
+                     topic=shown_topic(topic_of(question), language), unjudged=len(rest))
+    return Answer(question, "extractive", header + "\n\n" + "\n".join(lines), citations, [],
+                  0, [*confirmed, *rest], retriever.total_papers, question, language,
+                  marks={"question": question, "more": sorted(more), "not": sorted(rejected)})
+
+
 # ---------------------------------------------------------------- a turn
 
 def ask_in_session(session: Session, question: str, retriever: Retriever, llm: LLM | None,
-                   on_token: Callable[[str], None] | None = None) -> tuple[Answer, Turn]:
+                   on_token: Callable[[str], None] | None = None, screen: str | None = None,
+                   on_screen: Progress | None = None) -> tuple[Answer, Turn]:
+    marks = parse_marks(question)
+    if marks is not None:
+        answer = refine_with_marks(session, marks, retriever)
+        record = {**answer.as_json(), "question": question}
+        turn = Turn(question, answer.question, record, [c.paper_id for c in answer.citations])
+        session.turns.append(turn)
+        return answer, turn
     settings = retriever.store.settings
     condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens)
     papers = condensed.papers
     filters = Filters(paper_ids=frozenset(papers)) if papers else None
     answer = answer_question(retriever, condensed.standalone, llm=llm, on_token=on_token,
-                             filters=filters, query=condensed.query)
+                             filters=filters, query=condensed.query, screen=screen,
+                             on_screen=on_screen)
     if papers and not answer.citations and (llm or detect_language(question) == "English"):
         # The follow-up is about none of the earlier papers: search everything for its topic.
         # Not offline for a question in another language: its words match no English sentence

@@ -78,6 +78,9 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "Which of {subject} {rest}",
         "chat.standalone": "Standalone question: {question}",
         "chat.references": "References:",
+        "marks.header": "Re-ranked with your marks ({more} relevant, {rejected} not) for "
+                        "“{topic}”: the papers you marked relevant first, then the "
+                        "{unjudged} candidates nearest to them.",
         "list.comma": ", ",
         "list.and": " and ",
         # ------------------------------------------------ summaries
@@ -144,6 +147,9 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "{subject} 中，{rest}",
         "chat.standalone": "改写后的问题：{question}",
         "chat.references": "参考文献：",
+        "marks.header": "已按您的标记重新排序（{more} 篇相关，{rejected} 篇不相关），"
+                        "主题“{topic}”：先列出您标记为相关的论文，"
+                        "再列出与之最接近的 {unjudged} 篇候选论文。",
         "list.comma": "、",
         "list.and": " 和 ",
         "summary.title": "综述：{topic}",

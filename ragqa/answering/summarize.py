@@ -31,12 +31,13 @@ from ragqa.answering.answer import (
 )
 from ragqa.answering.citations import normalise_citations
 from ragqa.answering.messages import message, shown_topic
-from ragqa.answering.prompts import load_prompt
 from ragqa.index import lexical
+from ragqa.prompts import load_prompt
 from ragqa.retrieval.fitted import LIST_MODEL
 from ragqa.retrieval.question import strip_frame
 from ragqa.retrieval.sentences import best_sentence
 from ragqa.retrieval.types import Filters, Hit
+from ragqa.screening.screen import Progress, Screening, screener_for
 from ragqa.sources.export import reference_link
 from ragqa.sources.paper import Paper, contribution_sentence, strip_marks
 from ragqa.text import inert_markdown
@@ -107,6 +108,8 @@ class Summary:
     dropped_citations: int = 0
     # The topic's language: the summary's frames (headings, overview) are written in it.
     language: str = "English"
+    # How the LLM screened the topic's candidates; None when it did not.
+    screening: Screening | None = None
 
 
 # ---------------------------------------------------------------- clustering
@@ -291,11 +294,23 @@ class _LLMCounter:
 def summarize(retriever: Retriever, topic: str | None, llm: LLM | None = None,
               max_papers: int | None = None,
               on_progress: Callable[[str], None] | None = None,
-              filters: Filters | None = None) -> Summary:
+              filters: Filters | None = None, screen: str | None = None,
+              on_screen: Progress | None = None) -> Summary:
     """A themed summary of the papers on `topic`, or of the whole collection when None (only
-    the papers `filters` admits: a venue, a year, a category)."""
+    the papers `filters` admits: a venue, a year, a category). With an LLM, a topic's
+    candidates are screened by it first (`screen`: --screen, default RAGQA_SCREEN)."""
     progress = on_progress or (lambda message: None)
-    papers = _select_papers(retriever, topic, max_papers, filters)
+    screener = screener_for(retriever, llm, screen, offline=lambda: _select_papers(
+        retriever, topic, max_papers, filters, hits_only=True)) if topic else None
+    screening = None
+    if screener is not None:
+        ranked = retriever.search(topic, k=2 * screener.limit, cut=False, sentences=False,
+                                  rule=LIST_MODEL, filters=filters).hits
+        screened = screener.screen(topic, ranked, on_screen)
+        screening = screened.screening
+        papers = [h.paper for h in screened.hits][:max_papers]
+    else:
+        papers = _select_papers(retriever, topic, max_papers, filters)
     # "Summarize the papers on audio and speech." is a summary of "audio and speech".
     topic = strip_frame(topic) if topic else topic
     language = detect_language(topic) if topic else "English"
@@ -304,7 +319,7 @@ def summarize(retriever: Retriever, topic: str | None, llm: LLM | None = None,
         return Summary(topic or "", "llm" if llm else "extractive", [],
                        message("answer.none", language, total=total,
                                topic=shown_topic(topic or "", language)), [], 0,
-                       language=language)
+                       language=language, screening=screening)
     progress(f"Clustering {len(papers)} papers")
     vectors = retriever.store.paper_vectors([p.paper_id for p in papers])
     labels = choose_themes(vectors)
@@ -312,7 +327,7 @@ def summarize(retriever: Retriever, topic: str | None, llm: LLM | None = None,
     pool = [p for theme in themes for p in theme.papers[:PER_THEME]]
     numbers = {p.paper_id: n for n, p in enumerate(pool, start=1)}
     summary = Summary(topic or "", "llm" if llm else "extractive", themes, "", pool,
-                      len(papers), language=language)
+                      len(papers), language=language, screening=screening)
     if llm is None:
         terms = set(lexical.terms(topic, query=True)) if topic else set()
         groups = [t.papers for t in themes]
@@ -371,11 +386,13 @@ def _renumber(summary: Summary) -> Summary:
 
 
 def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | None,
-                   filters: Filters | None = None) -> list[Paper]:
+                   filters: Filters | None = None, hits_only: bool = False) -> list:
+    """The papers of `topic` as the list decision keeps them (their hits with `hits_only`),
+    or of the whole collection (a sample of `max_papers`)."""
     if topic:
         hits = retriever.search(topic, k=max_papers, sentences=False,
                                 rule=LIST_MODEL, filters=filters).hits
-        return [h.paper for h in hits]
+        return hits if hits_only else [h.paper for h in hits]
     assert retriever.lexical is not None
     papers = [p for p in retriever.lexical.all_papers() if not filters or filters.admits(p)]
     if max_papers and len(papers) > max_papers:
@@ -464,6 +481,7 @@ def as_json(summary: Summary) -> dict:
         "references": [{"n": n, **brief(p)} for n, p in enumerate(summary.references, start=1)],
         "llm_calls": summary.llm_calls, "tokens": summary.tokens,
         "dropped_citations": summary.dropped_citations, "language": summary.language,
+        "screening": summary.screening.as_json() if summary.screening else None,
         "labels": {"title": title_of(summary),
                    "references": message("summary.references", summary.language),
                    "mode": summary_mode(summary)},

@@ -63,6 +63,7 @@ def _help(name: str) -> str:
 VenueOpt = Annotated[str | None, typer.Option("--venue", help=_help("venue"))]
 YearOpt = Annotated[int | None, typer.Option("--year", min=1, max=9999, help=_help("year"))]
 LlmOpt = Annotated[str | None, typer.Option("--llm", help=_help("llm"))]
+ScreenOpt = Annotated[str | None, typer.Option("--screen", help=_help("screen"))]
 BibOpt = Annotated[Path | None, typer.Option(
     "--bib", help="Also write the cited papers as BibTeX to this file.")]
 CategoryOpt = Annotated[str | None, typer.Option("--category", help=_help("category"))]
@@ -270,6 +271,7 @@ def ask(
                          ] = False,
     k: Annotated[int | None, typer.Option("-k", "--top", min=1, help="At most this many "
                                           "papers as sources.")] = None,
+    screen: ScreenOpt = None,
     venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
     bib: BibOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
@@ -277,8 +279,8 @@ def ask(
     """Answer a question from the papers, every sentence cited and checked."""
     out = _renderer()
     with _errors(debug):
-        request = AskRequest(question=question, llm=llm or "auto", k=k, venue=venue,
-                             year=year, category=category)
+        request = AskRequest(question=question, llm=llm or "auto", k=k, screen=screen,
+                             venue=venue, year=year, category=category)
         _check_out_file("--bib", bib)
         settings, name = _ops().settings_for(collection)
         model = _ops().llm_for(settings, request.llm)
@@ -286,7 +288,8 @@ def ask(
                                           question=request.question)
         stream = model is not None and not no_stream and not as_json and out.is_terminal
         with out.streaming(enabled=stream, waiting=model is not None) as on_token:
-            answer = _ops().ask(retriever, request, model, on_token if stream else None)
+            answer = _ops().ask(retriever, request, model, on_token if stream else None,
+                                on_screen=out.screening)
         if bib:
             _write_bib(bib, [retriever.lexical.paper(c.paper_id) for c in answer.citations])
         if as_json:
@@ -298,6 +301,9 @@ def ask(
 # ---------------------------------------------------------------- chat
 
 CHAT_HELP = """Commands:
+  /more 2 5       mark papers [2] and [5] of the last list relevant: the list is re-ranked
+                  by your marks and extended with the next candidates (offline, no model)
+  /not 3          mark paper [3] not relevant (both at once: /more 2 5 /not 3)
   /sources        the papers of the last answer
   /show N         paper [N] of the last answer, in full
   /reset          start a new session (the old one stays saved)
@@ -312,9 +318,10 @@ class ChatShell:
     """The chat loop: questions become turns, lines starting with "/" are commands."""
 
     def __init__(self, settings: Settings, retriever: Retriever, llm: Any, llm_choice: str,
-                 session: Any, out: Renderer, as_json: bool, stream: bool) -> None:
+                 session: Any, out: Renderer, as_json: bool, stream: bool,
+                 screen: str | None = None) -> None:
         self.settings, self.retriever, self.llm = settings, retriever, llm
-        self.llm_choice = llm_choice
+        self.llm_choice, self.screen = llm_choice, screen
         self.session, self.out, self.as_json, self.stream = session, out, as_json, stream
 
     def handle(self, line: str) -> bool:
@@ -324,14 +331,20 @@ class ChatShell:
         line = clean_question(line)
         if not line:
             return True
-        if line.startswith("/"):
+        marking = line.split()[0].lower() in ("/more", "/not")
+        if line.startswith("/") and not marking:
             return self.command(line)
         try:
-            with self.out.streaming(enabled=self.stream, waiting=self.llm is not None) \
-                    as on_token:
+            with self.out.streaming(enabled=self.stream and not marking,
+                                    waiting=self.llm is not None and not marking) as on_token:
                 answer, turn = self._ask(line, on_token)
         except KeyboardInterrupt:
             self.out.err.print("[dim](answer cancelled)[/]")
+            return True
+        except UserError as exc:  # a marking of papers the last list does not have
+            if not marking:
+                raise
+            self.out.err.print(_markup(str(exc)))
             return True
         save_session(self.settings, self.session)
         if self.as_json:
@@ -346,9 +359,9 @@ class ChatShell:
 
     def _ask(self, line: str, on_token):
         request = ChatRequest(message=line, session_id=self.session.session_id,
-                              llm=self.llm_choice)
+                              llm=self.llm_choice, screen=self.screen)
         return _ops().chat_turn(self.session, request, self.retriever, self.llm,
-                                on_token if self.stream else None)
+                                on_token if self.stream else None, on_screen=self.out.screening)
 
     def command(self, line: str) -> bool:
         from ragqa.answering.chat import new_session, save_session, transcript_markdown
@@ -444,6 +457,7 @@ def chat(
     llm: LlmOpt = None,
     no_stream: Annotated[bool, typer.Option("--no-stream", help="Wait for whole answers.")
                          ] = False,
+    screen: ScreenOpt = None,
     collection: CollectionOpt = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="One JSON object per turn and line (the ask schema plus "
@@ -467,13 +481,15 @@ def chat(
         if session_id and not resume:
             raise UserError("a session id goes with --resume: ragqa chat --resume ID")
         _check_out_file("--bib", bib)
-        choice = ChatRequest(message="-", llm=llm or "auto").llm  # checked before loading
+        checked = ChatRequest(message="-", llm=llm or "auto", screen=screen)  # before loading
+        choice = checked.llm
         session = _ops().open_session(settings, name, resume, session_id)
         model = _ops().llm_for(settings, choice)
         retriever = _ops().open_for_query(settings, session.collection, quiet=as_json)
         interactive = sys.stdin.isatty()
         stream = model is not None and not no_stream and not as_json and out.is_terminal
-        shell = ChatShell(settings, retriever, model, choice, session, out, as_json, stream)
+        shell = ChatShell(settings, retriever, model, choice, session, out, as_json, stream,
+                          checked.screen)
         if interactive and not as_json:
             out.chat_banner(session, model)
         for line in _read_lines(interactive, settings.home / "chat_history"):
@@ -494,6 +510,7 @@ def summarize(
     max_papers: Annotated[int | None, typer.Option(
         "--max-papers", min=2, help="At most this many papers (a sample with --all).")] = None,
     llm: LlmOpt = None,
+    screen: ScreenOpt = None,
     venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
     bib: BibOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
@@ -502,7 +519,7 @@ def summarize(
     out = _renderer()
     with _errors(debug):
         request = SummarizeRequest(topic=topic, all=all_, max_papers=max_papers,
-                                   llm=llm or "auto", venue=venue, year=year,
+                                   llm=llm or "auto", screen=screen, venue=venue, year=year,
                                    category=category)
         if out_file and not out_file.resolve().parent.is_dir():
             raise UserError(f"--out {out_file}: no folder {out_file.resolve().parent}")
@@ -511,7 +528,10 @@ def summarize(
         model = _ops().llm_for(settings, request.llm)
         retriever = _ops().open_for_query(settings, name, quiet=as_json)
         with out.status(enabled=not as_json) as report:
-            summary = _ops().summarize(retriever, request, model, on_progress=report)
+            summary = _ops().summarize(
+                retriever, request, model, on_progress=report,
+                on_screen=lambda done, expected: report(
+                    f"Screening: {done} of ~{expected} candidates read"))
         markdown = _ops().summary_markdown(summary)
         if out_file:
             out_file.write_text(markdown, encoding="utf-8")

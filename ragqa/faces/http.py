@@ -251,10 +251,14 @@ class _Cancelled(Exception):
     """The client went away: stop writing the answer (raised inside the LLM's token loop)."""
 
 
-async def sse_events(run: Callable[[Callable[[str], None]], dict]) -> AsyncIterator[str]:
-    """Server-Sent Events for one answer: `token` events while an LLM writes, then one `answer`
-    event with the checked object, or one `error` event. `run(on_token)` runs in a worker
-    thread; a client that disconnects cancels it at its next token."""
+Run = Callable[[Callable[[str], None], Callable[[int, int], None]], dict]
+
+
+async def sse_events(run: Run) -> AsyncIterator[str]:
+    """Server-Sent Events for one answer: `screening` events while an LLM screens a list's
+    candidates ({"screened", "expected"}), `token` events while it writes, then one `answer`
+    event with the checked object, or one `error` event. `run(on_token, on_screen)` runs in a
+    worker thread; a client that disconnects cancels it at its next token or screening wave."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     cancelled = threading.Event()
@@ -268,9 +272,14 @@ async def sse_events(run: Callable[[Callable[[str], None]], dict]) -> AsyncItera
             raise _Cancelled
         put(("token", {"text": text}))
 
+    def on_screen(screened: int, expected: int) -> None:
+        if cancelled.is_set():
+            raise _Cancelled
+        put(("screening", {"screened": screened, "expected": expected}))
+
     def work() -> None:
         try:
-            put(("answer", run(on_token)))
+            put(("answer", run(on_token, on_screen)))
         except _Cancelled:
             pass
         except Exception as exc:  # noqa: BLE001 - every failure is one error event
@@ -281,14 +290,14 @@ async def sse_events(run: Callable[[Callable[[str], None]], dict]) -> AsyncItera
         while True:
             event, data = await queue.get()
             yield f"event: {event}\ndata: {json_text(data)}\n\n"
-            if event != "token":
+            if event not in ("token", "screening"):
                 break
     finally:
         cancelled.set()
         del worker  # it ends at its next token, or finishes (a turn is saved whole or not)
 
 
-def _sse_response(run: Callable[[Callable[[str], None]], dict]):
+def _sse_response(run: Run):
     from fastapi.responses import StreamingResponse
 
     return StreamingResponse(sse_events(run), media_type="text/event-stream",
@@ -384,15 +393,18 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
 
     @api.post("/api/ask", summary="A cited answer: `ragqa ask --json` (SSE with stream)")
     def ask(body: AskBody) -> Any:  # type: ignore[valid-type]
-        def run(on_token: Callable[[str], None] | None) -> dict:
-            return core.ask(_request(AskRequest, body), on_token=on_token)
+        def run(on_token: Callable[[str], None] | None,
+                on_screen: Callable[[int, int], None] | None = None) -> dict:
+            return core.ask(_request(AskRequest, body), on_token=on_token, on_screen=on_screen)
 
         return _sse_response(run) if body.stream else as_json(call(run, None))
 
     @api.post("/api/chat", summary="One chat turn: `ragqa chat --json` (SSE with stream)")
     def chat(body: ChatBody) -> Any:  # type: ignore[valid-type]
-        def run(on_token: Callable[[str], None] | None) -> dict:
-            return core.chat(_request(ChatRequest, body), on_token=on_token)
+        def run(on_token: Callable[[str], None] | None,
+                on_screen: Callable[[int, int], None] | None = None) -> dict:
+            return core.chat(_request(ChatRequest, body), on_token=on_token,
+                             on_screen=on_screen)
 
         return _sse_response(run) if body.stream else call(run, None)
 

@@ -83,13 +83,15 @@ def build(core: "App") -> Any:
         "Answer a question from the papers. Returns the `ragqa ask --json` object: answer (text "
         "whose [n] cite papers), citations (n, paper_id, title, source, quote: the sentence of "
         "the abstract that supports it), mode (extractive, or llm when the server has an LLM), "
-        "papers (the ones retrieved), notice. Every citation points at a retrieved paper."))
+        "papers (the ones retrieved, each with its sentence), notice, screening (when an LLM "
+        "screened a list's candidates: how many it read, batches, accepted, tokens, seconds). "
+        "Every citation points at a retrieved paper."))
     def ask(question: _param(A, "question"), llm: _param(A, "llm") = "auto",
-            k: _param(A, "k") = None, venue: _param(A, "venue") = None,
-            year: _param(A, "year") = None,
+            k: _param(A, "k") = None, screen: _param(A, "screen") = None,
+            venue: _param(A, "venue") = None, year: _param(A, "year") = None,
             category: _param(A, "category") = None) -> dict[str, Any]:
-        return run(lambda: core.ask(AskRequest(question=question, llm=llm, k=k, venue=venue,
-                                               year=year, category=category)))
+        return run(lambda: core.ask(AskRequest(question=question, llm=llm, k=k, screen=screen,
+                                               venue=venue, year=year, category=category)))
 
     @server.tool(annotations=reads, description=(
         "One paper by its paper_id (exactly as search_papers or ask cite it). Returns the "
@@ -112,12 +114,12 @@ def build(core: "App") -> Any:
         "paper_id, title, source), mode."))
     def summarize(topic: _param(Z, "topic") = None, all: _param(Z, "all") = False,  # noqa: A002
                   max_papers: _param(Z, "max_papers") = None,
-                  llm: _param(Z, "llm") = "auto", venue: _param(Z, "venue") = None,
-                  year: _param(Z, "year") = None,
+                  llm: _param(Z, "llm") = "auto", screen: _param(Z, "screen") = None,
+                  venue: _param(Z, "venue") = None, year: _param(Z, "year") = None,
                   category: _param(Z, "category") = None) -> dict[str, Any]:
         return run(lambda: core.summarize(SummarizeRequest(
-            topic=topic, all=all, max_papers=max_papers, llm=llm, venue=venue, year=year,
-            category=category))[0])
+            topic=topic, all=all, max_papers=max_papers, llm=llm, screen=screen, venue=venue,
+            year=year, category=category))[0])
 
     @server.tool(annotations=reads, description=(
         "The collections of this ragqa store. Returns {\"current\": the collection the tools "

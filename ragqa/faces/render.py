@@ -35,6 +35,8 @@ class Renderer:
     def __init__(self) -> None:
         self.console = Console(highlight=False, soft_wrap=False)
         self.err = Console(stderr=True, highlight=False)
+        # what the "waiting for the model" line says (screening sets its progress there)
+        self.wait_label = "waiting for the model"
 
     @property
     def is_terminal(self) -> bool:
@@ -144,12 +146,12 @@ class Renderer:
 
         done = threading.Event()
         started = time.monotonic()
-        status = self.err.status("waiting for the model… 0s")
+        status = self.err.status(f"{self.wait_label}… 0s")
         status.start()
 
         def tick() -> None:
             while not done.wait(0.5):
-                status.update(f"waiting for the model… {time.monotonic() - started:.0f}s")
+                status.update(f"{escape(self.wait_label)}… {time.monotonic() - started:.0f}s")
 
         ticker = threading.Thread(target=tick, daemon=True)
         ticker.start()
@@ -203,6 +205,10 @@ class Renderer:
         for c in citations:
             self.console.print(f"  \\[{c['n']}] {markup(c['title'])}  [dim]"
                                f"{markup(c['source'])} · id {markup(c['paper_id'])}[/]")
+
+    def screening(self, done: int, expected: int) -> None:
+        """A screening's progress, on the "waiting for the model" line (a terminal only)."""
+        self.wait_label = f"screening: {done} of ~{expected} candidates read"
 
     @contextmanager
     def status(self, enabled: bool) -> Iterator[Callable[[str], None]]:

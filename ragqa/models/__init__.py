@@ -54,3 +54,9 @@ class LLM(Protocol):
     def complete(self, prompt: str) -> str: ...
 
     def stream(self, prompt: str) -> Iterator[str]: ...
+
+    def complete_json(self, prompt: str, schema: dict) -> tuple[str, dict[str, int]]:
+        """The whole reply to a prompt that asks for a JSON object of `schema` (structured
+        output where the server offers it), and that reply's token counts. Safe to call from
+        several threads at once (screening sends batches concurrently)."""
+        ...

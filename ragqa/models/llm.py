@@ -87,6 +87,8 @@ class ChatLLM:
         self.last_finish_reason: str | None = None
         # the server's token counts of the last reply, when it sent them
         self.last_usage: dict[str, int] = {}
+        # False once the server refused `response_format` (complete_json)
+        self._structured_output = True
 
     def _build(self) -> Any:
         # max_retries=0 turns off llama-index's own retry layer; the openai client under it
@@ -149,6 +151,29 @@ class ChatLLM:
         if not isinstance(text, str):
             raise LLMError(describe_failure(ValueError("no text in the reply"), self.settings))
         return text
+
+    def complete_json(self, prompt: str, schema: dict) -> tuple[str, dict[str, int]]:
+        """The reply to a prompt that asks for a JSON object, with `schema` sent as structured
+        output (`response_format`); a server that refuses that (HTTP 400 naming it) is asked
+        again without, and from then on never with it. Thread-safe: nothing is kept on self
+        but that one flag."""
+        structured = {"type": "json_schema",
+                      "json_schema": {"name": "reply", "schema": schema, "strict": False}}
+        while True:
+            extra = {"response_format": structured} if self._structured_output else {}
+            try:
+                response = self._within(self.settings.llm_first_token_timeout,
+                                        lambda extra=extra: self._llm.chat(
+                                            self._messages(prompt), **extra))
+            except LLMError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
+                if extra and _refuses_structured_output(exc):
+                    self._structured_output = False
+                    continue
+                raise LLMError(describe_failure(exc, self.settings)) from None
+            text = response.message.content
+            return (text if isinstance(text, str) else ""), _usage(response)
 
     def stream(self, prompt: str) -> Iterator[str]:
         """Text deltas as they arrive. The first may take llm_first_token_timeout (the model
@@ -244,6 +269,10 @@ class LocalGGUF:
     def complete(self, prompt: str) -> str:
         return "".join(self.stream(prompt))
 
+    def complete_json(self, prompt: str, schema: dict) -> tuple[str, dict[str, int]]:
+        """The reply, unconstrained (the screening parser reads JSON leniently); no counts."""
+        return self.complete(prompt), {}
+
     def stream(self, prompt: str) -> Iterator[str]:
         messages = [{"role": "user", "content": prompt}]
         self.last_finish_reason = None
@@ -277,6 +306,14 @@ def _outcome(call: Any) -> tuple[bool, Any]:
         return True, call()
     except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
         return False, exc
+
+
+def _refuses_structured_output(exc: BaseException) -> bool:
+    """A 400 that names response_format or a schema: the server offers no structured output
+    (older llama.cpp, some proxies)."""
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return getattr(exc, "status_code", None) == 400 and any(
+        word in text for word in ("response_format", "json_schema", "schema", "grammar"))
 
 
 def _usage(response: Any) -> dict[str, int]:

@@ -26,7 +26,8 @@ def _source_numbers(prompt: str) -> dict[str, int]:
 
 def _llm_env(server, **extra: str) -> dict[str, str]:
     return {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": CANARY,
-            "RAGQA_LLM_MODEL": "loopback-model", "RAGQA_LLM_RETRIES": "0", **extra}
+            "RAGQA_LLM_MODEL": "loopback-model", "RAGQA_LLM_RETRIES": "0",
+            "RAGQA_SCREEN": "off", **extra}
 
 
 def _retriever(home, server, **extra: str) -> Retriever:

@@ -65,6 +65,7 @@ PROMPT_MARKERS = {
     "theme_name": "Name the theme in",
     "summarize": "You are writing one paragraph",
     "overview": "Write a short overview",
+    "screen": "You are screening papers",
 }
 
 

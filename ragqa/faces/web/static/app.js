@@ -335,8 +335,10 @@ function renderAnswer(turn, answer) {
     const refs = el("ol", { class: "refs-list" });
     for (const c of answer.citations) refs.append(paperLine(c, c.quote, c.n));
     const heading = labels.references || "References";
-    body.append(el("section", { class: "refs", "aria-label": heading },
-      el("h3", {}, heading), refs));
+    const section = el("section", { class: "refs", "aria-label": heading },
+      el("h3", {}, heading), refs);
+    body.append(section);
+    if (answer.citations.length > 1) addMarks(section, answer.citations);
   } else if (answer.closest && answer.closest.length) {
     const list = el("ul", { class: "refs-list closest" });
     for (const p of answer.closest) list.append(paperLine(p, ""));
@@ -344,6 +346,46 @@ function renderAnswer(turn, answer) {
     body.append(el("section", { class: "refs", "aria-label": heading },
       el("h3", {}, heading), list));
   }
+}
+
+// ------------------------------------------------------------------ marks
+
+// The user as the judge: each reference of the latest list can be marked as fitting the
+// question or not; "Update the list" sends the marks as a chat turn ("/more 2 5 /not 3"), and
+// the server re-ranks the list by them and extends it (ragqa/screening/feedback.py). Marks
+// always name the last list, so only the latest answer carries them.
+function addMarks(section, citations) {
+  document.querySelectorAll(".marks-bar, .mark").forEach((node) => node.remove());
+  const marks = new Map();
+  const update = el("button", { type: "button", class: "primary update-list", disabled: true,
+    onclick: () => {
+      const more = [...marks].filter(([, v]) => v === "more").map(([n]) => n);
+      const not = [...marks].filter(([, v]) => v === "not").map(([n]) => n);
+      const message = [more.length ? "/more " + more.join(" ") : "",
+        not.length ? "/not " + not.join(" ") : ""].filter(Boolean).join(" ");
+      if (message && !state.busy) sendTurn(message, null);
+    } }, "Update the list");
+  const hint = el("span", { class: "muted" },
+    "Mark the papers that fit (✓) or not (✗), then update: the list is re-ranked by your marks.");
+  section.append(el("p", { class: "marks-bar" }, update, " ", hint));
+  const items = section.querySelectorAll(".refs-list > li");
+  citations.forEach((c, i) => {
+    const item = items[i];
+    if (!item) return;
+    for (const [kind, label, sign] of [["more", "fits", "✓"], ["not", "does not fit", "✗"]]) {
+      const button = el("button", { type: "button", class: `mark mark-${kind}`,
+        "aria-pressed": "false", "data-n": c.n, "aria-label": `[${c.n}] ${label}`,
+        title: label,
+        onclick: () => {
+          const on = marks.get(c.n) !== kind;
+          if (on) marks.set(c.n, kind); else marks.delete(c.n);
+          item.querySelectorAll(".mark").forEach((b) => b.setAttribute("aria-pressed",
+            String(on && b.classList.contains(`mark-${kind}`))));
+          update.disabled = marks.size === 0;
+        } }, sign);
+      item.prepend(button, " ");
+    }
+  });
 }
 
 // ------------------------------------------------------------------ Ask / Chat
@@ -383,6 +425,10 @@ async function sendTurn(message, llm) {
       if (name === "token") {
         streamed += data.text || "";
         live.textContent = streamed;
+      } else if (name === "screening") {
+        // the model reads the candidates of a list before it writes
+        live.textContent = `Screening: the model has read ${data.screened} of ` +
+          `~${data.expected} candidates…`;
       } else if (name === "answer") {
         finished = true;
         if (data.session_id) state.sessionId = data.session_id;

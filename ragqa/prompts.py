@@ -21,6 +21,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "answer": frozenset({"sources", "question", "language"}),
     "condense": frozenset({"history", "question"}),
     "overview": frozenset({"topic", "themes"}),
+    "screen": frozenset({"question", "candidates"}),
     "summarize": frozenset({"theme", "sources", "language"}),
     "theme_name": frozenset({"sources"}),
     "translate": frozenset({"question"}),

@@ -1,0 +1,317 @@
+"""Screening (issue 26): the LLM reads a list question's candidates in batches and the list is
+what it accepts. Every reply goes through the loopback server and the real openai client; the
+reply parser and the depth rule are also tested on their own."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from ragqa.screening.cache import VerdictCache, normalised_question
+from ragqa.screening.judge import Candidate, candidate_blocks, parse_reply
+from ragqa.screening.screen import depth_limit, quoted_sentence
+
+from .conftest import FULL_DUPLEX
+from .helpers.answers import _llm_env
+from .helpers.judge import candidates, judge, screening_prompts
+from .helpers.llm_server import Reply, prompt_name, prompt_of
+
+SPEECH = {"Moshi-RAG", "τ-Voice", "Hibiki-Zero"}
+
+
+def _env(server, **extra: str) -> dict[str, str]:
+    return _llm_env(server, RAGQA_SCREEN="auto", **extra)
+
+
+def _ask(seeded, server, *args: str, **env: str):
+    result = seeded("ask", FULL_DUPLEX, "--json", *args, **_env(server, **env))
+    return result, (json.loads(result.stdout) if result.exit_code == 0 else None)
+
+
+def _titles(answer: dict) -> set[str]:
+    return {c["title"] for c in answer["citations"]}
+
+
+def _one_error_line(result, words: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.stderr.count("\n") == 1 and words in result.stderr, result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+
+
+# ---------------------------------------------------------------- the reply parser
+
+@pytest.mark.parametrize(("reply", "numbers", "ignored"), [
+    ('{"relevant": [1, 3]}', [1, 3], 0),
+    ('```json\n{"relevant": [2]}\n```', [2], 0),
+    ('Here you go: {"relevant": ["1", "[3]"], "why": {"1": "x"}} Hope it helps.', [1, 3], 0),
+    ('{"relevant": []}', [], 0),
+    ('{"relevant": [1, 7, 0, -2]}', [1], 3),
+    ('{"relevant": [2, 2, "three"]}', [2], 1),
+    ("[1, 2]", [1, 2], 0),
+    ('{"answer": "none"} then {"relevant": [4]}', [4], 0),
+])
+def test_replies_are_read_leniently(reply, numbers, ignored):
+    parsed = parse_reply(reply, 4)
+    assert parsed is not None and parsed.numbers == numbers and parsed.ignored == ignored
+
+
+@pytest.mark.parametrize("reply", ["", "No papers are relevant.", '{"relevant": "1, 2"}',
+                                   '{"relevant": [1,', '{"papers": [1]}', "[1, 'a']"])
+def test_a_reply_without_a_verdict_is_none_never_an_empty_list(reply):
+    assert parse_reply(reply, 4) is None
+
+
+def test_quotes_come_with_their_numbers_and_only_inside_the_batch():
+    parsed = parse_reply('{"relevant": [1, 2], "why": {"1": "It works.", "9": "no", "2": ""}}', 3)
+    assert parsed.quotes == {1: "It works."}
+
+
+def test_candidate_blocks_begin_with_the_number_and_the_stored_title():
+    text = candidate_blocks([Candidate("a", "τ-Voice: a  benchmark", "First. Second."),
+                             Candidate("b", "Moshi-RAG", "Text")])
+    assert candidates(text) == {1: "τ-Voice: a benchmark", 2: "Moshi-RAG"}
+    assert text.startswith("[1] τ-Voice: a benchmark\nFirst. Second.\n\n[2] Moshi-RAG\n")
+
+
+def test_a_quote_is_shown_only_as_the_abstract_has_it():
+    text = "We build a model. It reaches 93.1% accuracy on ImageNet. Code is public."
+    assert quoted_sentence(text, "it reaches 93.1 % accuracy") == \
+        "It reaches 93.1% accuracy on ImageNet."
+    assert quoted_sentence(text, "It reaches 99% accuracy on ImageNet") == ""
+    assert quoted_sentence(text, "model") == ""  # too short to tell
+
+
+def test_the_depth_choice():
+    assert depth_limit("auto", 200) == 200 and depth_limit("off", 200) is None
+    assert depth_limit("50", 200) == 50
+    for bad in ("0", "many", "-3"):
+        with pytest.raises(ValueError, match="auto, off or a number"):
+            depth_limit(bad, 200)
+
+
+def test_the_cache_keeps_verdicts_per_question_and_judge(tmp_path):
+    from ragqa.screening.judge import Verdict
+
+    cache = VerdictCache(tmp_path / "v.sqlite", "default", "model-a")
+    cache.put("Which papers do X?", {"p1": Verdict(True, "q"), "p2": Verdict(False)})
+    assert cache.get("  which papers do x ", ["p1", "p2", "p3"]) == \
+        {"p1": Verdict(True, "q"), "p2": Verdict(False)}
+    assert VerdictCache(tmp_path / "v.sqlite", "default", "model-b").get(
+        "Which papers do X?", ["p1"]) == {}
+    assert VerdictCache(tmp_path / "v.sqlite", "other", "model-a").get(
+        "Which papers do X?", ["p1"]) == {}
+    assert normalised_question("Which  papers?") == normalised_question("which papers")
+
+
+# ---------------------------------------------------------------- through the openai client
+
+@pytest.mark.server
+def test_the_list_is_what_the_judge_accepts_and_the_answer_cites_exactly_it(seeded, llm_server):
+    llm_server.reply = judge(lambda title: title in SPEECH)
+    result, answer = _ask(seeded, llm_server)
+    assert result.exit_code == 0, result.output
+    assert _titles(answer) == SPEECH
+    assert [c["n"] for c in answer["citations"]] == [1, 2, 3]
+    screening = answer["screening"]
+    assert screening["accepted"] == 3 and screening["candidates"] == 29  # the whole collection
+    assert screening["batches"] == 2 and screening["mode"] == "judged"
+    assert screening["prompt_tokens"] > 0 and screening["completion_tokens"] > 0
+    assert screening["stopped"] == "exhausted" and screening["seconds"] >= 0
+    prompts = screening_prompts(llm_server)
+    assert len(prompts) == 2 and FULL_DUPLEX in prompts[0]
+    assert sum(len(candidates(p)) for p in prompts) == 29
+    [request] = [r for r in llm_server.requests if prompt_name(r["body"]) == "screen"][:1]
+    assert request["body"]["response_format"]["type"] == "json_schema"
+
+
+@pytest.mark.server
+def test_a_judge_that_accepts_nothing_means_an_absent_topic(seeded, llm_server):
+    llm_server.reply = judge(lambda title: False)
+    result, answer = _ask(seeded, llm_server)
+    assert answer["citations"] == [] and answer["screening"]["stopped"] == "absent"
+    assert "None of the 29 papers" in answer["answer"]
+
+
+@pytest.mark.parametrize(("quote", "shown"), [
+    ("full-duplex models are distinguished by their real-time interactivity",
+     "In particular, full-duplex models are distinguished by their real-time interactivity, "
+     "including handling of pauses, interruptions, and backchannels."),
+    ("Moshi-RAG solves speech recognition for every language ever spoken.", None),
+])
+@pytest.mark.server
+def test_a_quote_is_shown_only_where_the_abstract_holds_it(seeded, llm_server, quote, shown):
+    def verdict(numbers, titles):
+        return json.dumps({"relevant": numbers, "why": {str(n): quote for n in numbers}})
+
+    llm_server.reply = judge(lambda title: title == "Moshi-RAG", verdict)
+    [paper] = _ask(seeded, llm_server)[1]["papers"]
+    if shown:
+        assert paper["sentence"] == shown
+    else:  # the extractive best sentence instead, a sentence of the abstract
+        assert paper["sentence"] and quote not in paper["sentence"]
+        assert paper["sentence"] in seeded("show", paper["paper_id"], "--json").stdout
+
+
+@pytest.mark.server
+def test_a_malformed_reply_is_asked_again_once(seeded, llm_server):
+    replies = iter(["I think papers 1 and 2 are relevant."])
+    speech = judge(lambda title: title in SPEECH)
+
+    def reply(body):
+        if prompt_name(body) == "screen":
+            bad = next(replies, None)
+            if bad:
+                return Reply(bad)
+        return speech(body)
+
+    llm_server.reply = reply
+    result, answer = _ask(seeded, llm_server)
+    assert _titles(answer) == SPEECH and answer["screening"]["retried"] == 1
+
+
+@pytest.mark.server
+def test_a_batch_malformed_twice_fails_the_question_in_one_line(seeded, llm_server):
+    speech = judge(lambda title: title in SPEECH)
+    llm_server.reply = lambda body: Reply("Relevant: none of them, really.") \
+        if prompt_name(body) == "screen" else speech(body)
+    result, _ = _ask(seeded, llm_server)
+    _one_error_line(result, "sent no verdict for the screening batch of")
+
+
+@pytest.mark.server
+def test_numbers_outside_the_batch_are_ignored_and_counted(seeded, llm_server):
+    llm_server.reply = judge(lambda title: title in SPEECH,
+                             lambda numbers, titles: json.dumps({"relevant": [*numbers, 99, 0]}))
+    result, answer = _ask(seeded, llm_server)
+    assert _titles(answer) == SPEECH and answer["screening"]["ignored"] == 4  # 2 per batch
+
+
+@pytest.mark.server
+def test_a_judge_that_times_out_is_an_error_never_a_partial_list(seeded, llm_server):
+    speech = judge(lambda title: title in SPEECH)
+    llm_server.reply = lambda body: Reply(delay=3) if prompt_name(body) == "screen" \
+        else speech(body)
+    result, _ = _ask(seeded, llm_server, RAGQA_LLM_FIRST_TOKEN_TIMEOUT="1")
+    _one_error_line(result, "did not answer within 1 s")
+
+
+@pytest.mark.server
+def test_a_429_is_retried_by_the_client_and_then_screened(seeded, llm_server):
+    seen = []
+    lock = threading.Lock()
+    speech = judge(lambda title: title in SPEECH)
+
+    def reply(body):
+        with lock:
+            seen.append(prompt_name(body))
+            first = seen.count("screen") == 1 and prompt_name(body) == "screen"
+        return Reply(status=429, headers={"Retry-After": "0"}) if first else speech(body)
+
+    llm_server.reply = reply
+    result, answer = _ask(seeded, llm_server, RAGQA_LLM_RETRIES="1")
+    assert result.exit_code == 0, result.output
+    assert _titles(answer) == SPEECH
+
+
+@pytest.mark.server
+def test_always_429_fails_the_question_in_one_line(seeded, llm_server):
+    llm_server.reply = lambda body: Reply(status=429, headers={"Retry-After": "0"})
+    result, _ = _ask(seeded, llm_server)
+    _one_error_line(result, "is rate limiting (HTTP 429)")
+
+
+@pytest.mark.server
+def test_a_server_without_structured_output_is_asked_without_it(seeded, llm_server):
+    speech = judge(lambda title: title in SPEECH)
+
+    def reply(body):
+        if "response_format" in body:
+            return Reply(status=400, error_message="response_format is not supported")
+        return speech(body)
+
+    llm_server.reply = reply
+    result, answer = _ask(seeded, llm_server)
+    assert result.exit_code == 0, result.output
+    assert _titles(answer) == SPEECH
+    formats = [("response_format" in r["body"]) for r in llm_server.requests
+               if prompt_name(r["body"]) == "screen"]
+    # each of the two batches (sent at once) was refused once and asked again without it
+    assert sorted(formats, reverse=True) == formats == [True, True, False, False]
+
+
+@pytest.mark.server
+def test_verdicts_are_cached_per_question_and_model(seeded, llm_server):
+    llm_server.reply = judge(lambda title: title in SPEECH)
+    first = _ask(seeded, llm_server)[1]
+    before = len(screening_prompts(llm_server))
+    again = _ask(seeded, llm_server)[1]
+    assert len(screening_prompts(llm_server)) == before  # nothing asked twice
+    assert _titles(again) == _titles(first) and again["screening"]["cached"] == 29
+    other = _ask(seeded, llm_server, RAGQA_LLM_MODEL="another-model")[1]
+    assert len(screening_prompts(llm_server)) > before and other["screening"]["cached"] == 0
+
+
+@pytest.mark.server
+def test_screen_off_and_a_depth_limit(seeded, llm_server):
+    llm_server.reply = judge(lambda title: title in SPEECH)
+    result, answer = _ask(seeded, llm_server, "--screen", "off")
+    assert answer["screening"] is None and screening_prompts(llm_server) == []
+    result, answer = _ask(seeded, llm_server, "--screen", "5")
+    screening = answer["screening"]
+    assert screening["candidates"] == 5 and screening["decoys"] == 1  # 19 papers were not read
+    assert sum(len(candidates(p)) for p in screening_prompts(llm_server)) == 5 + 1
+    bad = seeded("ask", FULL_DUPLEX, "--screen", "lots", **_env(llm_server))
+    assert bad.exit_code == 2 and "screen must be auto, off or a number" in bad.stderr
+
+
+@pytest.mark.server
+def test_screening_runs_batches_at_once(seeded, llm_server):
+    """RAGQA_LLM_CONCURRENCY batches in flight together."""
+    inflight, most = [0], [0]
+    lock = threading.Lock()
+    speech = judge(lambda title: title in SPEECH)
+
+    def reply(body):
+        if prompt_name(body) != "screen":
+            return speech(body)
+        with lock:
+            inflight[0] += 1
+            most[0] = max(most[0], inflight[0])
+        import time
+
+        time.sleep(0.3)
+        with lock:
+            inflight[0] -= 1
+        return speech(body)
+
+    llm_server.reply = reply
+    _ask(seeded, llm_server, RAGQA_SCREEN_BATCH="5", RAGQA_LLM_CONCURRENCY="3")
+    assert most[0] == 3
+    most[0] = 0
+    llm_server.requests.clear()
+    _ask(seeded, llm_server, RAGQA_SCREEN_BATCH="5", RAGQA_LLM_CONCURRENCY="1",
+         RAGQA_LLM_MODEL="m2")
+    assert most[0] == 1
+
+
+@pytest.mark.server
+def test_a_summary_of_a_topic_summarises_what_the_judge_accepts(seeded, llm_server):
+    def reply(body):
+        prompt = prompt_of(body)
+        if prompt_name(body) == "screen":
+            return judge(lambda title: title in SPEECH)(body)
+        if prompt_name(body) == "theme_name":
+            return Reply("Full-duplex speech")
+        if prompt_name(body) == "overview":
+            return Reply("Speech systems that listen while they talk.")
+        n = prompt.count("<source ")
+        return Reply(" ".join(f"Paper {i} is about speech [{i}]." for i in range(1, n + 1)))
+
+    llm_server.reply = reply
+    result = seeded("summarize", "full-duplex speech", "--json", **_env(llm_server))
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert {r["title"] for r in summary["references"]} == SPEECH
+    assert summary["screening"]["accepted"] == 3
