@@ -13,7 +13,10 @@ serves them back in CI, where the real model never runs.
 
 It ingests the seeds into a temporary data folder and records: `ask` for a list question, a fact
 question and a topic no seed covers, each streamed and not; a chat follow-up (`condense`); a
-summary (theme names, paragraphs, overview); a Chinese question (`translate`).
+summary (theme names, paragraphs, overview); a Chinese question (`translate`); these with
+screening off. `screen` records the screening batches of the seeds' list and absent questions
+(bench/lists/seeds.questions.jsonl) into one fixture, tests/fixtures/llm/screen_seeds.json,
+with the settings they were made with (tests/test_screening.py replays them).
 """
 
 from __future__ import annotations
@@ -151,7 +154,7 @@ def _save(name: str, exchanges: list[dict], model: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="record only these (ask_list, ask_fact, "
-                        "ask_absent, ask_titles, translate, condense, summarize)")
+                        "ask_absent, ask_titles, translate, condense, summarize, screen)")
     args = parser.parse_args()
     upstream = os.environ.get("OPENAI_BASE_URL")
     if not upstream:
@@ -160,7 +163,8 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="ragqa-record-"))
     os.environ.update({"RAGQA_HOME": str(home), "OPENAI_BASE_URL": recorder.url,
                        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "none"),
-                       "RAGQA_ENV_FILE": str(home / "no.env"), "RAGQA_LLM_RETRIES": "0"})
+                       "RAGQA_ENV_FILE": str(home / "no.env"), "RAGQA_LLM_RETRIES": "0",
+                       "RAGQA_SCREEN": "off", "RAGQA_LLM_CONCURRENCY": "1"})
     from typer.testing import CliRunner
 
     from ragqa.answering.answer import answer_question
@@ -212,6 +216,39 @@ def main() -> None:
 
     run("condense", chat)
     run("summarize", lambda: summarize(retriever, SUMMARY_TOPIC, llm=llm))
+    if not args.only or "screen" in args.only:
+        record_screening(recorder, retriever, llm, model)
+
+
+# What the screening recording is made with: short candidate texts and small batches, so that
+# the 1.5B CPU model reads each batch in about half a minute.
+SCREEN_SETTINGS = {"RAGQA_SCREEN_BATCH": "10", "RAGQA_SCREEN_TOKENS": "60"}
+
+
+def record_screening(recorder: Recorder, retriever, llm, model: str) -> None:  # noqa: ANN001
+    """Every screening batch of the seeds' questions, in one fixture."""
+    from ragqa.screening.screen import screener_for
+
+    settings = retriever.store.settings.with_overrides(screen_batch=10, screen_tokens=60)
+    retriever.store.settings = settings
+    questions = [json.loads(line) for line in
+                 (REPO / "bench" / "lists" / "seeds.questions.jsonl").open(encoding="utf-8")]
+    start = len(recorder.exchanges)
+    for q in questions:
+        screener = screener_for(retriever, llm, "auto")
+        ranked = retriever.search(q["question"], k=2 * screener.limit, cut=False).hits
+        screener.cache = None  # every batch asked, none read from an earlier run
+        screener.screen(q["question"], ranked)
+        print(f"screened {q['id']}", file=sys.stderr)
+    exchanges = [{"key": re.search(r"^Question: (.*)$", e["request_prompt"], re.M).group(1),
+                  "request_prompt": e["request_prompt"], "response": e["response"],
+                  "usage": e.get("usage"), "seconds": e["seconds"]}
+                 for e in recorder.exchanges[start:] if e["prompt"] == "screen"]
+    fixture = {"prompt": "screen", "model": model, "recorded": time.strftime("%Y-%m-%d"),
+               "settings": SCREEN_SETTINGS, "exchanges": exchanges}
+    path = FIXTURES / "screen_seeds.json"
+    path.write_text(json.dumps(fixture, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"recorded {path.relative_to(REPO)} ({len(exchanges)} batches)", file=sys.stderr)
 
 
 if __name__ == "__main__":

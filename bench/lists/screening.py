@@ -126,6 +126,58 @@ def served_run(home: Path, retrievers, questions, profile: str) -> dict:  # noqa
     return out
 
 
+def real_model_run(args, retrievers, runs) -> dict:  # noqa: ANN001
+    """The product's screening (screen.screener_for: LLMJudge, the real openai client) against
+    a real model at --llm-url, on the first --per-slice questions of each slice (list and
+    absent ones in their file's order, absent ones included), beside the offline list."""
+    from ragqa.config import load_settings
+    from ragqa.models.llm import make_llm
+    from ragqa.screening.screen import screener_for
+
+    env = {"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent",
+           "OPENAI_BASE_URL": args.llm_url, "OPENAI_API_KEY": "none",
+           "RAGQA_LLM_MODEL": args.llm_model, "RAGQA_LLM_CONCURRENCY": "1",
+           "RAGQA_SCREEN_MAX": str(args.llm_max), "RAGQA_SCREEN_BATCH": "10",
+           "RAGQA_SCREEN_TOKENS": "60"}
+    settings = load_settings(env)
+    llm = make_llm(settings)
+    out: dict = {"settings": {k: v for k, v in env.items() if k.startswith("RAGQA_SCREEN")}}
+    for name in lists.SLICES:
+        retriever = retrievers[name]
+        retriever.store.settings = settings
+        mine = [r for r in runs if r[0].slice == name]
+        chosen = [r for r in mine if r[0].kind == "list"][:args.per_slice - 2] + \
+            [r for r in mine if r[0].kind == "absent"][:2]
+        screened_rows, offline_rows, judged_rows, seconds = [], [], [], []
+        for q, hits in chosen:
+            screener = screener_for(retriever, llm, "auto",
+                                    offline=lambda q=q, r=retriever: r.search(q.text).hits)
+            screener.cache = None
+            result = screener.screen(q.text, hits)
+            s = result.screening
+            seconds.append(s.seconds)
+            listed = [h.paper.paper_id for h in result.hits]
+            screened_rows.append({**lists.question_scores(listed, q), "read": s.candidates,
+                                  "calls": s.batches, "mode": s.mode,
+                                  "decoys_accepted": s.decoys_accepted})
+            judged_rows.append(lists.question_scores(
+                [h.paper.paper_id for h in result.judged], q))
+            offline_rows.append(lists.question_scores(
+                [h.paper.paper_id for h in retriever.search(q.text).hits], q))
+            print(f"{q.qid}: {s.mode} read {s.candidates} accepted {s.accepted} "
+                  f"({s.seconds:.0f} s) {screened_rows[-1]}", file=sys.stderr, flush=True)
+        out[name] = {"screened": {**summary(screened_rows), "combined": sum(
+            r["mode"] == "combined" for r in screened_rows),
+            "seconds_per_question": round(float(np.median(seconds)), 1)},
+            "offline": lists.summarise(offline_rows),
+            "verdicts_obeyed": lists.summarise(judged_rows)}
+        for label in ("screened", "offline", "verdicts_obeyed"):
+            s = out[name][label]
+            r, p = s.get("recall", 0), s.get("precision", 0)
+            s["f1"] = round(2 * r * p / max(r + p, 1e-9), 3)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path, required=True)
@@ -135,6 +187,10 @@ def main() -> int:
     parser.add_argument("--served", action="store_true", help="also the product's path")
     parser.add_argument("--no-folds", action="store_true",
                         help="only the shipped rule (in-process, and served with --served)")
+    parser.add_argument("--llm-url", help="a real model's endpoint (bench/local_llm.sh)")
+    parser.add_argument("--llm-model", default="local")
+    parser.add_argument("--llm-max", type=int, default=60, help="RAGQA_SCREEN_MAX for it")
+    parser.add_argument("--per-slice", type=int, default=10)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not (args.data / "corpus.jsonl.gz").is_file():
@@ -148,6 +204,9 @@ def main() -> int:
         for q in (q for q in lists.load_questions(name) if q.grades):
             questions.append(q)
             runs.append((q, retrievers[name].search(q.text, k=2 * LIMIT, cut=False).hits))
+    if args.llm_url:
+        print(json.dumps(real_model_run(args, retrievers, runs), indent=2))
+        return 0
     judge = ScriptedJudge(questions, args.profile)
     rng = np.random.default_rng(0)
     fold_of = {q.qid: f for (q, _), f in zip(

@@ -17,9 +17,14 @@ The list is the accepted papers in the first ranking's order. Batches of a wave 
 A weak judge is found out, not assumed strong: the first wave hides DECOYS papers drawn at
 random from outside the candidates (attention checks, as crowdsourced judging uses them). A
 judge that accepts one of them says yes to papers on other topics (the 1.5B local model
-accepts most candidates), and its verdicts are then combined with the offline decision rather
-than obeyed: the list is the offline list less the papers the judge rejected (mode
-"combined"; docs/screening.md gives the figures of both modes).
+accepts most candidates): reading stops after that first wave, and its verdicts are combined
+with the offline decision rather than obeyed (mode "combined"): the list is the offline list,
+less the papers the judge rejected that the offline model itself was unsure of (probability
+below CERTAIN). With the scripted yes-sayer of bench/lists/screening.py (it accepts 94 % of
+the relevant papers and 85 % of the others) every rejection it makes of an offline-listed paper
+costs more recall than it gains precision (F1 0.654 against 0.683 offline, NeurIPS 2018), and
+the offline lists hold papers of probability 0.9 and more: the combined list is the offline
+one, for 80 candidates read.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -48,6 +53,7 @@ MIN_DEPTH = 80
 STOP_AFTER_EMPTY = 3
 RESCUE_SIMILARITY = 0.775
 DECOYS = 3
+CERTAIN = 0.5
 
 
 @dataclass
@@ -78,6 +84,8 @@ class Screening:
 class Screened:
     hits: list[Hit]  # the list: accepted papers in ranked order
     screening: Screening
+    # what the judge accepted (and the rescue kept), whichever mode made the list
+    judged: list[Hit] = field(default_factory=list)
 
 
 Progress = Callable[[int, int], None]  # (candidates read, candidates it expects to read)
@@ -101,6 +109,7 @@ class Screener:
     min_depth: int = MIN_DEPTH
     stop_after_empty: int = STOP_AFTER_EMPTY
     rescue_similarity: float = RESCUE_SIMILARITY  # > 1: no rescue
+    certain: float = CERTAIN  # a weak judge's rejection does not remove a paper this probable
 
     def screen(self, question: str, ranked: Sequence[Hit],
                on_progress: Progress | None = None) -> Screened:
@@ -125,19 +134,21 @@ class Screener:
             stats.candidates = len(verdicts)
             progress(len(verdicts), self._expected(len(verdicts), candidates))
             stats.stopped = self._stop(verdicts, blocks, order)
+            if decoys and any(v.accepted for v in decoys.values()) and self.offline:
+                stats.stopped = "weak_judge"  # its verdicts only prune the offline list
             if stats.stopped:
                 break
             order = self._reorder(order, vectors, verdicts, candidates)
         stats.stopped = stats.stopped or ("limit" if order else "exhausted")
         stats.decoys_accepted = sum(v.accepted for v in decoys.values())
+        judged = kept = self._kept(pool, vectors, verdicts, stats)
         if stats.decoys_accepted and self.offline is not None:
             stats.mode = "combined"
             rejected = {pool[i].paper.paper_id for i, v in verdicts.items() if not v.accepted}
-            kept = [h for h in self.offline() if h.paper.paper_id not in rejected]
-        else:
-            kept = self._kept(pool, vectors, verdicts, stats)
+            kept = [h for h in self.offline()
+                    if h.paper.paper_id not in rejected or h.probability >= self.certain]
         stats.accepted, stats.seconds = len(kept), time.monotonic() - started
-        return Screened(kept, stats)
+        return Screened(kept, stats, judged)
 
     def _next_wave(self, order: list[int], read: int, started: bool) -> list[list[int]]:
         """The next batches to read, taken off the front of `order`: MIN_DEPTH candidates at
