@@ -61,7 +61,7 @@ def _free_port() -> int:
 def _llm(server, **extra: str) -> dict[str, str]:
     """The loopback endpoint with ragqa's default retries (RAGQA_LLM_RETRIES unset: 2)."""
     return {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": KEY,
-            "RAGQA_LLM_MODEL": "loopback-model", **extra}
+            "RAGQA_LLM_MODEL": "loopback-model", "RAGQA_SCREEN": "off", **extra}
 
 
 def _one_error_line(result, contains: str) -> str:

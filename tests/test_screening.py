@@ -102,7 +102,9 @@ def test_the_cache_keeps_verdicts_per_question_and_judge(tmp_path):
         "Which papers do X?", ["p1"]) == {}
     assert VerdictCache(tmp_path / "v.sqlite", "other", "model-a").get(
         "Which papers do X?", ["p1"]) == {}
-    assert normalised_question("Which  papers?") == normalised_question("which papers")
+    assert normalised_question("Which papers do full-duplex  speech?") == \
+        normalised_question("Summarize the papers on full-duplex speech") == \
+        normalised_question("full-duplex speech")
 
 
 # ---------------------------------------------------------------- through the openai client
@@ -314,4 +316,97 @@ def test_a_summary_of_a_topic_summarises_what_the_judge_accepts(seeded, llm_serv
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert {r["title"] for r in summary["references"]} == SPEECH
-    assert summary["screening"]["accepted"] == 3
+    assert summary["screening"]["accepted"] == 3 and summary["screening"]["cached"] == 0
+    # the same topic asked as a list question reads the verdicts the summary paid for
+    answer = _ask(seeded, llm_server)[1]
+    assert answer["screening"]["cached"] == answer["screening"]["candidates"] == 29
+
+
+# ---------------------------------------------------------------- a real model's replies
+
+def _recorded_screening():
+    """The screening replies the local model gave (bench/record_llm.py --only screen), served
+    back by question and candidates; every other prompt gets a cited list of its sources."""
+    from .helpers.judge import written_answer
+    from .helpers.llm_server import load_fixture
+
+    fixture = load_fixture("screen_seeds")
+    replies: dict[tuple, list[str]] = {}
+    for exchange in fixture["exchanges"]:
+        key = (exchange["key"], tuple(candidates(exchange["request_prompt"]).values()))
+        replies.setdefault(key, []).append(exchange["response"])
+
+    def reply(body):
+        prompt = prompt_of(body)
+        if prompt_name(body) != "screen":
+            return Reply(written_answer(prompt))
+        question = prompt.split("Question: ", 1)[1].split("\n", 1)[0]
+        recorded = replies.get((question, tuple(candidates(prompt).values())))
+        if not recorded:
+            return Reply(status=404, error_message="no recording for these candidates")
+        return Reply(recorded.pop(0) if len(recorded) > 1 else recorded[0])
+
+    return fixture, reply
+
+
+def _recorded_questions() -> list[str]:
+    from .helpers.llm_server import load_fixture
+
+    return list(dict.fromkeys(e["key"] for e in load_fixture("screen_seeds")["exchanges"]))
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("question", _recorded_questions())
+def test_a_real_models_screening_replies_are_read_as_it_gave_them(seeded, llm_server, question):
+    fixture, llm_server.reply = _recorded_screening()
+    accepted: set[str] = set()
+    for exchange in (e for e in fixture["exchanges"] if e["key"] == question):
+        titles = candidates(exchange["request_prompt"])
+        parsed = parse_reply(exchange["response"], len(titles))
+        if parsed is not None:
+            accepted |= {titles[n] for n in parsed.numbers}
+    result = seeded("ask", question, "--json", **_env(
+        llm_server, RAGQA_LLM_CONCURRENCY="1", RAGQA_LLM_MODEL=fixture["model"],
+        **fixture["settings"]))
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    listed = {p["title"] for p in answer["papers"]}
+    screening = answer["screening"]
+    assert screening["batches"] == len(screening_prompts(llm_server))
+    if not accepted:
+        assert listed == set() and screening["stopped"] == "absent"
+    else:
+        assert accepted <= listed and len(listed) == len(accepted) + screening["rescued"]
+        assert _titles(answer) == listed  # the written answer cites exactly the list
+
+
+@pytest.mark.server
+def test_which_of_them_screens_only_the_papers_of_the_last_list(seeded, llm_server):
+    """A chat follow-up that selects from the last list is screened over that list alone."""
+    first_list = {"Moshi-RAG", "τ-Voice", "Hibiki-Zero", "AudioChat", "LALM-as-a-Judge"}
+    asked: list[set[str]] = []
+
+    def accept(title: str) -> bool:
+        return title in first_list if len(asked) <= 2 else title == "Moshi-RAG"
+
+    screen = judge(accept)
+
+    def reply(body):
+        if prompt_name(body) == "condense":
+            return Reply("Which of the full-duplex speech papers use retrieval?")
+        if prompt_name(body) == "screen":
+            asked.append(set(candidates(prompt_of(body)).values()))
+        return screen(body)
+
+    llm_server.reply = reply
+    result = seeded("chat", "--json", input=f"{FULL_DUPLEX}\nWhich of them use retrieval?\n",
+                    **_env(llm_server))
+    assert result.exit_code == 0, result.output
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert _titles(first) == first_list
+    follow_up = set().union(*asked[2:])  # the first question took two batches
+    # only the last list's papers, and the decoys hidden among them
+    assert first_list <= follow_up and len(follow_up - first_list) == \
+        second["screening"]["decoys"]
+    assert _titles(second) == {"Moshi-RAG"}
+    assert second["screening"]["candidates"] == len(first_list)

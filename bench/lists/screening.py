@@ -58,8 +58,12 @@ def screen_all(runs, judge, retrievers, rule):  # noqa: ANN001, ANN201
     for q, hits in runs:
         before = judge.calls
         screened = screener(judge, retrievers[q.slice], q.text, **rule).screen(q.text, hits)
-        rows.append({**lists.question_scores([h.paper.paper_id for h in screened.hits], q),
-                     "read": screened.screening.candidates, "calls": judge.calls - before})
+        row = {**lists.question_scores([h.paper.paper_id for h in screened.hits], q),
+               "read": screened.screening.candidates, "calls": judge.calls - before}
+        found = q.relevant & {h.paper.paper_id for h in hits}
+        if q.kind == "list" and found:  # of the relevant papers the candidates hold, read
+            row["pool_recall"] = len(found & set(screened.read)) / len(found)
+        rows.append(row)
     return rows
 
 
@@ -67,6 +71,9 @@ def summary(rows) -> dict:  # noqa: ANN001
     out = lists.summarise(rows)
     out["read_per_question"] = round(float(np.mean([r["read"] for r in rows])), 1)
     out["calls_per_question"] = round(float(np.mean([r["calls"] for r in rows])), 1)
+    pooled = [r["pool_recall"] for r in rows if "pool_recall" in r]
+    if pooled:
+        out["read_holds"] = round(float(np.mean(pooled)), 3)
     return out
 
 

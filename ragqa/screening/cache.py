@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from ragqa.retrieval.question import topic_of
 from ragqa.screening.judge import Verdict
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS verdicts (
@@ -23,7 +24,9 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS verdicts (
 
 
 def normalised_question(question: str) -> str:
-    return re.sub(r"[\s?？.!。！]+$", "", " ".join(question.lower().split()))
+    """What a question asks for, as the cache keys it: its topic without the frame ("Which
+    papers do X?", "Summarize the papers on X" and "X" are one), case and spaces."""
+    return re.sub(r"[\s?？.!。！]+$", "", " ".join(topic_of(question).lower().split()))
 
 
 class VerdictCache:

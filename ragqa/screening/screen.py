@@ -71,7 +71,7 @@ class Screening:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    stopped: str = ""  # absent | no_more | limit | exhausted
+    stopped: str = ""  # absent | no_more | limit | exhausted | weak_judge
     decoys: int = 0  # papers from outside the candidates hidden in the first batches
     decoys_accepted: int = 0
     mode: str = "judged"  # judged: the judge's verdicts; combined: the offline list pruned
@@ -86,6 +86,7 @@ class Screened:
     screening: Screening
     # what the judge accepted (and the rescue kept), whichever mode made the list
     judged: list[Hit] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)  # the paper ids the judge read (no decoys)
 
 
 Progress = Callable[[int, int], None]  # (candidates read, candidates it expects to read)
@@ -124,10 +125,11 @@ class Screener:
         progress = on_progress or (lambda done, expected: None)
         decoys: dict[int, Verdict] = {}
         while order and len(verdicts) < self.limit:
-            wave = self._next_wave(order, len(verdicts), bool(blocks))
+            first = not blocks
+            wave = self._next_wave(order, len(verdicts), not first)
             blocks.extend(wave)
-            read_wave = wave if decoys or not self.decoys_of else self._hide_decoys(pool, wave,
-                                                                                   stats)
+            read_wave = self._hide_decoys(pool, wave, stats) if first and self.decoys_of \
+                else wave
             progress(len(verdicts), self._expected(len(verdicts), candidates))
             for i, verdict in self._read(question, pool, read_wave, stats).items():
                 (decoys if i >= candidates else verdicts)[i] = verdict
@@ -148,7 +150,7 @@ class Screener:
             kept = [h for h in self.offline()
                     if h.paper.paper_id not in rejected or h.probability >= self.certain]
         stats.accepted, stats.seconds = len(kept), time.monotonic() - started
-        return Screened(kept, stats, judged)
+        return Screened(kept, stats, judged, [pool[i].paper.paper_id for i in verdicts])
 
     def _next_wave(self, order: list[int], read: int, started: bool) -> list[list[int]]:
         """The next batches to read, taken off the front of `order`: MIN_DEPTH candidates at

@@ -25,8 +25,10 @@ def free_port() -> int:
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment of a server process: no developer's keys, its own data folder."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGQA_"))}
+    # Unscreened, as the tests' own processes (conftest._isolated_env): a test of screening
+    # passes RAGQA_SCREEN=auto.
     return {**env, "RAGQA_HOME": str(home), "RAGQA_ENV_FILE": str(home / "no.env"),
-            "PYTHONUNBUFFERED": "1", **extra}
+            "PYTHONUNBUFFERED": "1", "RAGQA_SCREEN": "off", **extra}
 
 
 class RagqaServer:
