@@ -78,6 +78,11 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "Which of {subject} {rest}",
         "chat.standalone": "Standalone question: {question}",
         "chat.references": "References:",
+        "label.screened": "The model read {read} candidates and judged {accepted} relevant "
+                          "({calls} requests, {seconds} s).",
+        "label.screened_weak": "The model read {read} candidates but accepted papers on other "
+                               "topics too: the list is the offline one, less what it rejected "
+                               "({calls} requests, {seconds} s).",
         "marks.header": "Re-ranked with your marks ({more} relevant, {rejected} not) for "
                         "“{topic}”: the papers you marked relevant first, then the "
                         "{unjudged} candidates nearest to them.",
@@ -147,6 +152,11 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "{subject} 中，{rest}",
         "chat.standalone": "改写后的问题：{question}",
         "chat.references": "参考文献：",
+        "label.screened": "模型阅读了 {read} 篇候选论文，判定 {accepted} 篇相关"
+                          "（{calls} 次请求，{seconds} 秒）。",
+        "label.screened_weak": "模型阅读了 {read} 篇候选论文，但也接受了其他主题的论文："
+                               "列表为离线列表，去掉了模型否定的论文"
+                               "（{calls} 次请求，{seconds} 秒）。",
         "marks.header": "已按您的标记重新排序（{more} 篇相关，{rejected} 篇不相关），"
                         "主题“{topic}”：先列出您标记为相关的论文，"
                         "再列出与之最接近的 {unjudged} 篇候选论文。",

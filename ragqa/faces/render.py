@@ -178,6 +178,12 @@ class Renderer:
         if answer.language != "English" and answer.retrieval_query != answer.question:
             query = message("label.searched_for", language, query=answer.retrieval_query)
             self.console.print(f"[dim]{markup(query)}[/]")
+        if answer.screening:
+            s = answer.screening
+            key = "label.screened_weak" if s.mode == "combined" else "label.screened"
+            line = message(key, language, read=s.candidates, accepted=s.accepted,
+                           calls=s.batches, seconds=round(s.seconds))
+            self.console.print(f"[dim]{escape(line)}[/]")
         self.console.print()
         self.console.print(Markdown(safe(answer.text)))
         if answer.unsupported:

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ragqa import resources
 from ragqa.errors import UserError
 from ragqa.index.lexical import LexicalIndex
 from ragqa.models import LLM
@@ -45,6 +46,7 @@ from ragqa.retrieval.types import Hit
 from ragqa.screening.cache import VerdictCache
 from ragqa.screening.feedback import rocchio_scores, unit
 from ragqa.screening.judge import BatchReply, Candidate, Judge, LLMJudge, Verdict, candidate_text
+from ragqa.sources.paper import Paper
 from ragqa.text import split_sentences
 
 # Fitted by bench/lists/screening.py on both dev slices' 84 questions (docs/benchmarks.md,
@@ -131,7 +133,7 @@ class Screener:
             read_wave = self._hide_decoys(pool, wave, stats) if first and self.decoys_of \
                 else wave
             progress(len(verdicts), self._expected(len(verdicts), candidates))
-            for i, verdict in self._read(question, pool, read_wave, stats).items():
+            for i, verdict in self._read(question, pool, read_wave, stats, candidates).items():
                 (decoys if i >= candidates else verdicts)[i] = verdict
             stats.candidates = len(verdicts)
             progress(len(verdicts), self._expected(len(verdicts), candidates))
@@ -181,12 +183,12 @@ class Screener:
                    max(self.min_depth, read + self.stop_after_empty * self.batch_size))
 
     def _read(self, question: str, pool: list[Hit], wave: list[list[int]],
-              stats: Screening) -> dict[int, Verdict]:
-        """The verdicts on the wave's candidates: the cache's, then the judge's (batches at
-        once), kept in the cache."""
+              stats: Screening, candidates: int) -> dict[int, Verdict]:
+        """The verdicts on the wave's papers (decoys from `candidates` on): the cache's, then
+        the judge's (batches at once), kept in the cache."""
         ids = {i: pool[i].paper.paper_id for block in wave for i in block}
         known = self.cache.get(question, ids.values()) if self.cache else {}
-        stats.cached += sum(pid in known for pid in ids.values())
+        stats.cached += sum(pid in known for i, pid in ids.items() if i < candidates)
         batches = [[i for i in block if ids[i] not in known] for block in wave]
         batches = [b for b in batches if b]
         candidates = [[self._candidate(pool[i]) for i in b] for b in batches]
@@ -308,10 +310,22 @@ def screener_for(retriever: Retriever, llm: LLM | None, choice: str | None,
 
 def random_papers(lexical: LexicalIndex, n: int, avoid: set[str]) -> list[Hit]:
     """`n` papers of the collection outside `avoid`, drawn by a seed of `avoid` (the same
-    candidates get the same decoys: a run can be repeated)."""
+    candidates get the same decoys: a run can be repeated). A collection too small to have
+    them (every paper is a candidate) gets abstracts on other subjects than machine learning
+    (ragqa/data/decoys.tsv: irrigation, tithes, glacial till, ...) for the rest."""
     seed = int(hashlib.sha256("\n".join(sorted(avoid)).encode()).hexdigest()[:8], 16)
     rows = np.random.default_rng(seed).permutation(lexical.size)[:n + len(avoid)]
     ids = lexical.paper_ids_by_index(rows)
     chosen = [int(r) for r, pid in zip(rows, ids, strict=True) if pid not in avoid][:n]
-    return [Hit(row, 0.0, 0.0, 0.0, paper=paper)
-            for row, paper in zip(chosen, lexical.papers_by_index(chosen), strict=True)]
+    drawn = [Hit(row, 0.0, 0.0, 0.0, paper=paper)
+             for row, paper in zip(chosen, lexical.papers_by_index(chosen), strict=True)]
+    others = off_topic_papers()
+    start = seed % len(others)
+    return drawn + [others[(start + i) % len(others)] for i in range(n - len(drawn))]
+
+
+def off_topic_papers() -> list[Hit]:
+    """The bundled abstracts that answer no machine-learning question."""
+    lines = (resources.DATA_DIR / "decoys.tsv").read_text(encoding="utf-8").splitlines()
+    return [Hit(i, 0.0, 0.0, 0.0, paper=Paper(f"decoy-{i}", title, text, "decoys.tsv"))
+            for i, (title, text) in enumerate(line.split("\t", 1) for line in lines if line)]
