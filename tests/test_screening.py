@@ -51,6 +51,7 @@ def _one_error_line(result, words: str) -> None:
     ('{"relevant": [2, 2, "three"]}', [2], 1),
     ("[1, 2]", [1, 2], 0),
     ('{"answer": "none"} then {"relevant": [4]}', [4], 0),
+    ('{"relevant": [1, 3], "why": {"1": "The paper studies full-dup', [1, 3], 0),  # cut short
 ])
 def test_replies_are_read_leniently(reply, numbers, ignored):
     parsed = parse_reply(reply, 4)
@@ -357,8 +358,11 @@ def _recorded_screening():
 
 
 def _recorded_questions() -> list[str]:
-    from .helpers.llm_server import load_fixture
+    """The questions of the recording; without it, one that fails and says how to make it."""
+    from .helpers.llm_server import FIXTURES, load_fixture
 
+    if not (FIXTURES / "screen_seeds.json").is_file():
+        return ["(no recording: bench/record_llm.py --only screen makes it)"]
     return list(dict.fromkeys(e["key"] for e in load_fixture("screen_seeds")["exchanges"]))
 
 
@@ -417,3 +421,13 @@ def test_which_of_them_screens_only_the_papers_of_the_last_list(seeded, llm_serv
         second["screening"]["decoys"]
     assert _titles(second) == {"Moshi-RAG"}
     assert second["screening"]["candidates"] == len(first_list)
+
+
+@pytest.mark.server
+def test_a_written_answer_that_cites_nothing_still_gives_the_judged_list(seeded, llm_server):
+    screen = judge(lambda title: title in SPEECH)
+    llm_server.reply = lambda body: screen(body) if prompt_name(body) == "screen" \
+        else Reply("I cannot tell which of these papers are relevant.")
+    result, answer = _ask(seeded, llm_server)
+    assert _titles(answer) == SPEECH and answer["mode"] == "extractive"
+    assert answer["fallback"] == "it cited none of the papers the model judged relevant"

@@ -647,7 +647,8 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     elif not hits:
         checked = CheckedText(no_paper_answer(topic_of(query), total, language), [], 0)
     else:
-        written = write_answer(retriever, question, query, hits, total, llm, on_token, language)
+        written = write_answer(retriever, question, query, hits, total, llm, on_token, language,
+                               judged=screened is not None)
         checked = written.checked
         notice = " ".join(filter(None, [notice, *written.notices]))
         timings.update(written.timings)
@@ -689,7 +690,8 @@ class Written:
 
 
 def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit], total: int,
-                 llm: LLM, on_token: Callable[[str], None] | None, language: str) -> Written:
+                 llm: LLM, on_token: Callable[[str], None] | None, language: str,
+                 judged: bool = False) -> Written:
     """The model's answer to `question` from `hits`, checked: citation styles read, uncited
     claims repaired or flagged, a degenerate answer replaced by the extractive one, an
     abstention said plainly, and a list completed with the papers the model left out."""
@@ -715,6 +717,13 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
     checked = check_citations(repaired_draft, sources)
     score_support(checked, {h.paper.paper_id: h for h in sources}, encoder, evidence=evidence)
     if not checked.citations or abstains((answer_sentences(draft) or [""])[0]):
+        if judged:  # the list stands on the judge's verdicts, whatever the prose says
+            reason = "it cited none of the papers the model judged relevant"
+            notices.append(message("notice.unusable", language,
+                                   reason=reason_text(reason, language),
+                                   instead=message("instead.list", language)))
+            return Written(extractive_answer(question, query, hits, total, language), notices,
+                           reason, timings)
         text = message("answer.abstained" if abstains(draft) else "answer.cited_nothing",
                        language)
         return Written(CheckedText(text, [], checked.dropped, uncited), notices, "", timings)

@@ -52,6 +52,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "reason.citations": "it was only citations",
         "reason.number": "it was only a number",
         "reason.titles": "it named papers and said nothing about them",
+        "reason.judged": "it cited none of the papers the model judged relevant",
         "reason.language": "it was written in {written}, not {language}",
         # ------------------------------------------------ around an answer (terminal, web page)
         "label.searched_for": "Searched for: {query}",
@@ -130,6 +131,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "reason.empty": "回答为空",
         "reason.citations": "回答只有引用编号",
         "reason.number": "回答只有一个数字",
+        "reason.judged": "回答没有引用模型判定为相关的任何论文",
         "reason.titles": "回答只列出了论文，没有说明其内容",
         "reason.language": "回答是用{written}而不是{language}写的",
         "label.searched_for": "实际检索：{query}",
@@ -221,7 +223,8 @@ def joined(names: list[str], language: str) -> str:
 
 _REASONS = {"it was empty": "reason.empty", "it was only citations": "reason.citations",
             "it was only a number": "reason.number",
-            "it named papers and said nothing about them": "reason.titles"}
+            "it named papers and said nothing about them": "reason.titles",
+            "it cited none of the papers the model judged relevant": "reason.judged"}
 _WRITTEN_IN = re.compile(r"it was written in (\w+), not (\w+)")
 
 

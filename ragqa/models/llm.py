@@ -27,6 +27,10 @@ logging.getLogger("llama_index.llms.openai.utils").setLevel(logging.ERROR)
 # The longest answer asked for; the prompt's sources are trimmed so that prompt plus this fit
 # RAGQA_LLM_CONTEXT (answer.fit_sources).
 MAX_ANSWER_TOKENS = 1024
+# The longest JSON reply asked for (a screening verdict): its list comes first, so a reply cut
+# here still holds it (screening.judge.parse_reply); the quotes after it are what is cut. The
+# 1.5B local model once wrote 540 tokens of quotes for ten candidates, at 3 tokens a second.
+MAX_JSON_TOKENS = 400
 
 
 def describe_failure(exc: BaseException, settings: Settings) -> str:
@@ -117,6 +121,16 @@ class ChatLLM:
         return llm
 
     @property
+    def _json_llm(self) -> Any:
+        """The client for JSON replies: the same endpoint, at most MAX_JSON_TOKENS."""
+        if getattr(self, "_json_client", None) is None:
+            client = self._llm.model_copy(update={"max_tokens": MAX_JSON_TOKENS})
+            client._client_retries, client._timeouts = self._llm._client_retries, \
+                self._llm._timeouts
+            self._json_client = client
+        return self._json_client
+
+    @property
     def description(self) -> str:
         return f"{self.model} via {self.settings.llm_endpoint}"
 
@@ -163,7 +177,7 @@ class ChatLLM:
             extra = {"response_format": structured} if self._structured_output else {}
             try:
                 response = self._within(self.settings.llm_first_token_timeout,
-                                        lambda extra=extra: self._llm.chat(
+                                        lambda extra=extra: self._json_llm.chat(
                                             self._messages(prompt), **extra))
             except LLMError:
                 raise

@@ -12,6 +12,7 @@ never read as "nothing relevant". Numbers outside the batch are ignored and coun
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -133,10 +134,20 @@ def _number(value: object) -> int | None:
     return None
 
 
+# A reply cut at the output limit: its "relevant" list, written first, is whole.
+_CUT_VERDICT = re.compile(r'^\s*(?:```(?:json)?\s*)?\{\s*"relevant"\s*:\s*(\[[^\]]*\])', re.I)
+
+
 def parse_reply(text: str, size: int) -> ParsedReply | None:
     """The verdict in a reply about a batch of `size`, or None when it holds none: the first
-    object with a `relevant` list (or a bare list of numbers) found in it."""
-    for value in _values(text or ""):
+    object with a `relevant` list (or a bare list of numbers) found in it; or, in a reply cut
+    short after it, that list."""
+    cut = _CUT_VERDICT.match(text or "")
+    values = list(_values(text or ""))
+    if cut and not any(isinstance(v, dict) and "relevant" in v for v in values):
+        with contextlib.suppress(ValueError):
+            values.append({"relevant": json.loads(cut.group(1))})
+    for value in values:
         if isinstance(value, dict) and isinstance(value.get("relevant"), list):
             listed, why = value["relevant"], value.get("why")
         elif isinstance(value, list) and all(_number(v) is not None for v in value):
