@@ -439,3 +439,25 @@ def test_a_written_answer_that_cites_nothing_still_gives_the_judged_list(seeded,
     result, answer = _ask(seeded, llm_server)
     assert _titles(answer) == SPEECH and answer["mode"] == "extractive"
     assert answer["fallback"] == "it cited none of the papers the model judged relevant"
+
+
+# ---------------------------------------------------------------- the user as the judge
+
+def test_more_and_not_re_rank_and_extend_the_last_list_offline(seeded):
+    lines = f"{FULL_DUPLEX}\n/more 2 /not 1\n/more 99\n/more 3\n"
+    result = seeded("chat", "--json", input=lines)
+    assert result.exit_code == 0, result.output
+    first, marked, again = (json.loads(line) for line in result.stdout.splitlines())
+    listed = [c["paper_id"] for c in first["citations"]]
+    kept = [c["paper_id"] for c in marked["citations"]]
+    assert first["mode"] == "extractive" and len(listed) >= 3
+    assert kept[0] == listed[1] and listed[0] not in kept and len(kept) > len(listed)
+    assert marked["marks"] == {"question": FULL_DUPLEX, "more": [listed[1]], "not": [listed[0]]}
+    assert "Re-ranked with your marks (1 relevant, 1 not)" in marked["answer"]
+    # a number the last list does not have is one line on stderr, and the chat goes on
+    assert "no [99] in the last list" in result.stderr
+    # marks add up over rounds on the same question
+    assert again["marks"]["question"] == FULL_DUPLEX
+    assert set(again["marks"]["more"]) == {listed[1], kept[2]} and again["marks"]["not"] == \
+        [listed[0]]
+    assert {c["paper_id"] for c in again["citations"][:2]} == {listed[1], kept[2]}
