@@ -199,6 +199,18 @@ def _ask(driver, question: str) -> object:
     return turn
 
 
+def _record_live_text(driver) -> None:
+    """Keep every text the answer being written shows (read back: `return window.seen`)."""
+    driver.execute_script("""
+        window.seen = [];
+        new MutationObserver(() => {
+          const live = document.querySelector('#thread .streaming');
+          const text = live && live.textContent;
+          if (text && text !== window.seen.at(-1)) window.seen.push(text);
+        }).observe(document.getElementById('thread'),
+                   {subtree: true, childList: true, characterData: true});""")
+
+
 def _letters(text: str) -> str:
     """Letters and digits only: a quote reads LaTeX and Markdown as text, an abstract holds them
     ("2.13×" is "$2.13\\times$" there)."""
@@ -516,14 +528,7 @@ def test_an_llm_answer_streams_into_the_page_token_by_token(web_home, browser, t
         _open(browser, server)
         assert _css(browser, "#mode")[0].text == "LLM: loopback-model"
         # Record what the page shows while the answer is being written.
-        browser.execute_script("""
-            window.seen = [];
-            new MutationObserver(() => {
-              const live = document.querySelector('#thread .streaming');
-              const text = live && live.textContent;
-              if (text && text !== window.seen.at(-1)) window.seen.push(text);
-            }).observe(document.getElementById('thread'),
-                       {subtree: true, childList: true, characterData: true});""")
+        _record_live_text(browser)
         turn = _ask(browser, FULL_DUPLEX)
         seen = [s for s in browser.execute_script("return window.seen") if "Moshi" in s]
         assert len(seen) >= 3, seen  # the text grew in steps, as the tokens came
@@ -685,14 +690,7 @@ def test_the_page_shows_screening_progress_and_lists_what_the_judge_accepts(
                           RAGQA_LLM_CONCURRENCY="1")
     try:
         _open(browser, server)
-        browser.execute_script("""
-            window.seen = [];
-            new MutationObserver(() => {
-              const live = document.querySelector('#thread .streaming');
-              const text = live && live.textContent;
-              if (text && text !== window.seen.at(-1)) window.seen.push(text);
-            }).observe(document.getElementById('thread'),
-                       {subtree: true, childList: true, characterData: true});""")
+        _record_live_text(browser)
         turn = _ask(browser, FULL_DUPLEX)
         seen = [s for s in browser.execute_script("return window.seen") if "Screening" in s]
         assert seen and re.match(r"Screening: the model has read \d+ of ~\d+ candidates", seen[-1])

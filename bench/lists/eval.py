@@ -135,6 +135,12 @@ def question_scores(listed: list[str], q: Question) -> dict[str, float]:
     return {"recall": found / len(q.relevant), "precision": precision, "listed": len(listed)}
 
 
+def f1(figures: dict[str, float]) -> float:
+    """The F1 of a summary's mean recall and precision (0 where it has neither)."""
+    r, p = figures.get("recall", 0.0), figures.get("precision", 0.0)
+    return round(2 * r * p / (r + p), 3) if r + p else 0.0
+
+
 def success(rows: list[dict[str, float]]) -> float:
     """Every question counts the same: a list question by its list's F1, an absent topic by
     whether it got no list (so muting a real topic costs as much as listing an absent one)."""

@@ -70,8 +70,7 @@ def main() -> int:
         report[name] = {}
         for r, rows in enumerate(per_round):
             s = lists.summarise(rows)
-            s["f1"] = round(2 * s["recall"] * s["precision"] / max(s["recall"] + s["precision"],
-                                                                  1e-9), 3)
+            s["f1"] = lists.f1(s)
             report[name]["offline" if r == 0 else f"round {r}"] = s
     if args.json:
         print(json.dumps(report, indent=2))

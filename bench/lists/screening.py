@@ -89,9 +89,7 @@ def fit(runs, judge, retrievers) -> dict:  # noqa: ANN001
                      for name in lists.SLICES]
         ok = all(s.get("precision", 0) >= MIN_PRECISION and s.get("abstention", 1) >=
                  MIN_ABSTENTION and s["read_per_question"] <= MAX_READ for s in per_slice)
-        worst = min((s.get("recall", 0) if ok else
-                     2 * s.get("recall", 0) * s.get("precision", 0) /
-                     max(s.get("recall", 0) + s.get("precision", 0), 1e-9)) for s in per_slice)
+        worst = min((s.get("recall", 0) if ok else lists.f1(s)) for s in per_slice)
         key = (ok, worst, -float(np.mean([s["read_per_question"] for s in per_slice])))
         if best_key is None or key > best_key:
             best, best_key = rule, key
@@ -179,9 +177,7 @@ def real_model_run(args, retrievers, runs) -> dict:  # noqa: ANN001
             "offline": lists.summarise(offline_rows),
             "verdicts_obeyed": lists.summarise(judged_rows)}
         for label in ("screened", "offline", "verdicts_obeyed"):
-            s = out[name][label]
-            r, p = s.get("recall", 0), s.get("precision", 0)
-            s["f1"] = round(2 * r * p / max(r + p, 1e-9), 3)
+            out[name][label]["f1"] = lists.f1(out[name][label])
     return out
 
 
