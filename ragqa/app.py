@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -39,6 +40,7 @@ from ragqa.answering.chat import list_sessions as chat_sessions
 from ragqa.config import Settings, load_settings
 from ragqa.errors import NotFound, StoreError, UserError
 from ragqa.index import lexical
+from ragqa.index.follow import follow
 from ragqa.index.ingest import (
     PHASES,
     REBUILD_SUFFIX,
@@ -47,6 +49,7 @@ from ragqa.index.ingest import (
     ingest_paths,
     ingest_sources,
 )
+from ragqa.index.journal import JOURNAL_SUFFIX, LEASES_SUFFIX
 from ragqa.index.store import (
     MULTILINGUAL_SUFFIX,
     Store,
@@ -354,6 +357,10 @@ def turn_json(session: Session, turn: Turn) -> dict:
             "session_id": session.session_id, "turn": len(session.turns)}
 
 
+# Sibling collections ragqa keeps beside a collection, never listed as collections.
+HIDDEN_SUFFIXES = (REBUILD_SUFFIX, MULTILINGUAL_SUFFIX, JOURNAL_SUFFIX, LEASES_SUFFIX)
+
+
 def collections_json(settings: Settings) -> list[dict]:
     """The ragqa collections of the store, by name."""
     try:
@@ -361,10 +368,13 @@ def collections_json(settings: Settings) -> list[dict]:
     except Exception as exc:  # noqa: BLE001 - a store that cannot list is a store error
         raise StoreError(describe_chroma_error(settings, exc)) from None
     return [{"name": n[len("ragqa_"):]} for n in sorted(names)
-            if n.startswith("ragqa_") and not n.endswith((REBUILD_SUFFIX, MULTILINGUAL_SUFFIX))]
+            if n.startswith("ragqa_") and not n.endswith(HIDDEN_SUFFIXES)]
 
 
 # ---------------------------------------------------------------- one process, many requests
+
+FOLLOW_SECONDS = 1.0  # how often a server looks for other machines' writes (issue 28)
+
 
 class App:
     """One collection kept open for many requests (`ragqa serve`, `ragqa mcp`): the embedder,
@@ -383,6 +393,7 @@ class App:
         self._llms: dict[str, Any] = {}
         self._retriever: Retriever | None = None
         self._snapshot: str | None = None
+        self._followed, self._following = time.monotonic(), False  # see _follow_the_server
 
     @classmethod
     def open(cls, collection: str | None = None) -> App:
@@ -397,7 +408,29 @@ class App:
         state = lexical.read_current(local_dir(self.settings, self.name))
         return state.get("dir") if state else None
 
+    def _follow_the_server(self) -> None:
+        """On a shared Chroma server, look for other machines' writes at most every
+        FOLLOW_SECONDS, in the background: a request never waits for it, and the next one after
+        the new snapshot is written gets it (`retriever`)."""
+        if not self.settings.uses_chroma_server or self._retriever is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            if now - self._followed < FOLLOW_SECONDS or self._following:
+                return
+            self._followed, self._following = now, True
+        threading.Thread(target=self._follow, name="ragqa-follow", daemon=True).start()
+
+    def _follow(self) -> None:
+        try:
+            follow(Store(self.settings, self.name, self._retriever.store.encoder), wait=False)
+        except Exception as exc:  # noqa: BLE001 - the requests go on with the snapshot they have
+            sys.stderr.write(f"ragqa: could not follow collection {self.name!r}: {exc}\n")
+        finally:
+            self._following = False
+
     def retriever(self) -> Retriever:
+        self._follow_the_server()
         snapshot = self._current_snapshot()
         retriever = self._retriever
         if retriever is not None and snapshot == self._snapshot:

@@ -1,20 +1,21 @@
-"""Sources -> Chroma, incrementally: diff by content hash, chunk, embed, upsert, delete, then
-bring the BM25 snapshot in line with Chroma.
+"""Sources -> Chroma, incrementally: diff by content hash, chunk, embed, upsert, delete, record
+each write in the collection's journal, then bring the BM25 snapshot in line (follow.py).
 
-Why it survives `kill -9`: a paper's chunks go to Chroma in one upsert, chunk 0 records how many
-chunks the paper has, and the next run treats any paper whose chunks disagree with that as
-absent (deletes and redoes it). The BM25 snapshot is rebuilt whenever its fingerprint differs
-from what Chroma holds, so a run killed between the two is repaired by the next one.
+Why it survives `kill -9`: a paper's chunks go to Chroma in one upsert, chunk 0 (which records
+how many chunks the paper has) last, and the next run treats any paper whose chunks disagree
+with that as absent (deletes and redoes it). A run killed after a write and before its journal
+record is repaired by the next ingest from any machine (`reconcile`).
+
+Why several machines may ingest into one collection at once (a shared Chroma server): upserts of
+a paper are idempotent, journal records are only added, and readers apply them order-free
+(journal.py). What removes papers others may be adding (`--prune`, `--rebuild`) takes an
+exclusive lease on the server and stops with one line if another writer is there.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
-import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,8 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.errors import IndexMismatchError, LockTimeout
+from ragqa.errors import IndexMismatchError
 from ragqa.index import lexical
+from ragqa.index.follow import collection_lock, follow
+from ragqa.index.journal import Journal, Leases
+from ragqa.index.phases import PHASES, pause_for_tests
 from ragqa.index.store import CHUNK_TEXT_KEY, PaperState, Store, chunk_metadata, local_dir
 from ragqa.models import Encoder
 from ragqa.models.encoders import make_multilingual_encoder
@@ -40,7 +44,6 @@ PAPERS_PER_BATCH = 256  # one upsert each; big enough that length-sorted batches
 WRITES_AHEAD = 2  # embedded batches that may wait for the writer: bounds the memory they hold
 REBUILD_SUFFIX = "__rebuild"
 MULTILINGUAL_PER_BATCH = 32  # chunks a multilingual upsert: what a kill can lose
-BACKGROUND_SAMPLE = 2000  # vectors kept to judge how unusual a similarity is (retrieval/signals.py)
 
 
 @dataclass
@@ -79,41 +82,6 @@ class IngestReport:
     multilingual_seconds: float = 0.0
 
 
-class Phases:
-    """Seconds spent in each phase of one ingest process, for bench/ingest_throughput.py: with
-    RAGQA_PROFILE_INGEST=FILE set, `ragqa ingest` writes them to FILE as JSON when it ends. Off
-    (the default), `phase()` hands back one shared do-nothing context: no clock is read."""
-
-    _OFF = contextlib.nullcontext()
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.started = time.time()  # wall clock: the benchmark knows when it started the process
-        self.seconds: dict[str, float] = {}
-        self._lock = threading.Lock()  # the writer thread adds its phases too
-
-    def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
-        return self._timed(name) if self.path else self._OFF
-
-    @contextlib.contextmanager
-    def _timed(self, name: str) -> Iterator[None]:
-        began = time.perf_counter()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - began
-
-    def write(self) -> None:
-        if self.path:
-            Path(self.path).write_text(json.dumps(
-                {"started": self.started, "ended": time.time(), "seconds": self.seconds}),
-                encoding="utf-8")
-
-
-PHASES = Phases(os.environ.get("RAGQA_PROFILE_INGEST", ""))
-
-
 class Progress:
     """Callbacks the CLI implements to draw a progress bar; ingest itself never prints."""
 
@@ -149,7 +117,11 @@ class _Files:
         return _source_file(state.source) in self.names
 
 
-def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: bool) -> Plan:
+def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: bool,
+                 others_writing: bool = False) -> Plan:
+    """What to embed, delete and move. `others_writing`: another client is writing to the
+    collection now, so a paper half-written and not in these sources may be one it is writing:
+    it is left alone (the next ingest that runs alone removes it if it stays half-written)."""
     plan = Plan()
     incoming = {p.paper_id: p for p in papers}
     for paper in papers:
@@ -178,7 +150,8 @@ def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: 
         if pid in incoming:
             continue
         if not state.complete:
-            plan.to_delete.append(pid)  # half-written by a killed run, and not coming back
+            if not others_writing:
+                plan.to_delete.append(pid)  # half-written by a killed run, not coming back
         elif files.holds(state):
             # An abstract edited in place gets a new id and takes its predecessor's slot.
             if prune or (state.source_path, state.source) in taken_slots:
@@ -268,42 +241,7 @@ def embedding_input(paper: Paper, chunk: str) -> str:
     return chunk if paper.title_derived else f"{paper.title}. {chunk}"
 
 
-# ---------------------------------------------------------------- the lock
-
-@contextlib.contextmanager
-def collection_lock(folder: Path, timeout: float) -> Iterator[None]:
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "ingest.lock").open("a+") as handle:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockTimeout(
-                        f"another ingest is writing to this collection (waited {timeout:.0f} s; "
-                        "RAGQA_LOCK_TIMEOUT sets how long to wait)"
-                    ) from None
-                time.sleep(0.2)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 # ---------------------------------------------------------------- running
-
-def _pause_for_tests(stage: str) -> None:
-    """Test-only hook (tests/test_reliability.py), not a setting: with RAGQA_TEST_PAUSE_AT set
-    to this stage ("deleted", "embedding", "upserted", "multilingual-upserted"), say so on
-    stderr and wait for a line on stdin, so that a test can kill -9 the ingest, or its Chroma
-    server, at exactly that point."""
-    if os.environ.get("RAGQA_TEST_PAUSE_AT") == stage:
-        sys.stderr.write(f"ragqa-test-pause: {stage}\n")
-        sys.stderr.flush()
-        sys.stdin.readline()
-
 
 @dataclass
 class _Batch:
@@ -339,13 +277,15 @@ class _Writer:
     thread raises it at its next `put` or at `close`. `close` waits for every batch handed
     over: what was embedded before a failure elsewhere (the embedder, Ctrl-C) is kept.
 
-    Once a batch is written, the writer also works out its papers' BM25 terms into
-    `known_terms`, for the snapshot written at the end (`sync_lexical`)."""
+    Once a batch is written, the writer records it in the collection's journal (so that other
+    clients see its papers while the ingest goes on), then works out its papers' BM25 terms into
+    `known_terms`, for the snapshot written at the end (follow.py)."""
 
-    def __init__(self, store: Store, known_terms: dict[str, lexical.KnownTerms] | None
-                 ) -> None:
+    def __init__(self, store: Store, known_terms: dict[str, lexical.KnownTerms] | None,
+                 journal: Journal | None) -> None:
         self._store = store
         self._known_terms = known_terms
+        self._journal = journal
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=WRITES_AHEAD)
         self._error: BaseException | None = None
         # A daemon: a writer stuck in Chroma must not keep a Ctrl-C'd process alive.
@@ -363,7 +303,9 @@ class _Writer:
                                        batch.metadatas)
                     if self._store.encoder.dimension:
                         self._store.record_dimension(self._store.encoder.dimension)
-                _pause_for_tests("upserted")
+                pause_for_tests("upserted")
+                if self._journal is not None:
+                    self._journal.append(p.paper_id for p in batch.papers)
                 if self._known_terms is not None:
                     with PHASES.phase("bm25: terms, while embedding"):
                         for paper in batch.papers:
@@ -390,18 +332,19 @@ class _Writer:
 
 
 def _embed_and_store(store: Store, papers: list[Paper], progress: Progress,
-                     known_terms: dict[str, lexical.KnownTerms] | None) -> int:
+                     known_terms: dict[str, lexical.KnownTerms] | None,
+                     journal: Journal | None) -> int:
     """Chunk, embed and upsert `papers`, PAPERS_PER_BATCH at a time; returns the chunks."""
     chunker = make_chunker(store.encoder, store.settings)
     store.collection(create=True)
-    writer = _Writer(store, known_terms)
+    writer = _Writer(store, known_terms, journal)
     batches = [papers[i : i + PAPERS_PER_BATCH] for i in range(0, len(papers), PAPERS_PER_BATCH)]
     chunks = 0
     try:
         ahead = _chunk(chunker, batches[0])
         for i in range(len(batches)):
             writer.check()  # a failed write: embed nothing more
-            _pause_for_tests("embedding")
+            pause_for_tests("embedding")
             with PHASES.phase("embedding"):
                 ahead.vectors = store.encoder.embed(ahead.inputs)
             # The next batch is chunked before this one goes to the writer: chunking is Python
@@ -419,52 +362,59 @@ def _embed_and_store(store: Store, papers: list[Paper], progress: Progress,
     return chunks
 
 
-def sync_lexical(store: Store, states: dict[str, PaperState] | None = None,
-                 known_terms: dict[str, lexical.KnownTerms] | None = None) -> bool:
-    """Rebuild the BM25 snapshot if it does not match Chroma. Returns whether it rebuilt.
-    `known_terms`: BM25 terms of papers worked out already (see lexical.write_snapshot)."""
-    folder = local_dir(store.settings, store.name)
-    if states is None:
-        states = store.paper_states() if store.exists() else {}
-    # Place and embedder are part of the fingerprint: a moved paper must show its new place,
-    # and a collection re-embedded by another model needs a new background sample.
-    fp = lexical.fingerprint([(pid, f"{s.content_hash}@{s.source}:{s.line}")
-                              for pid, s in states.items() if s.complete]
-                             + [("", store.encoder.embedder_id)])
-    current = lexical.read_current(folder)
-    if current and current.get("fingerprint") == fp and (folder / current["dir"]).is_dir():
-        return False
-    complete = {pid for pid, s in states.items() if s.complete}
-    with PHASES.phase("bm25: reading chroma"):
-        papers = [p for p in store.iter_papers() if p.paper_id in complete] if complete else []
-        background = store.sample_vectors(complete, BACKGROUND_SAMPLE) if complete else None
-    with PHASES.phase("bm25: writing the snapshot"):
-        lexical.write_snapshot(folder, papers, fp, background, known_terms)
-    return True
+def reconcile(store: Store, journal: Journal, states: dict[str, PaperState]) -> int:
+    """Record the papers whose last write no journal record names (a writer killed between its
+    write and its record): those where Chroma and this client's followed snapshot disagree.
+    Returns how many."""
+    index = lexical.open_current(local_dir(store.settings, store.name))
+    if index is None:
+        return 0
+    try:
+        held = index.marks()
+    finally:
+        index.close()
+    whole = {pid: lexical.paper_mark(s.content_hash, s.source, s.line)
+             for pid, s in states.items() if s.complete}
+    differ = {pid for pid, mark in whole.items() if held.get(pid) != mark}
+    differ |= {pid for pid in held if pid not in whole}
+    journal.append(differ)
+    return len(differ)
 
 
 def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
-                  progress: Progress | None = None, lexical_index: bool = True
-                  ) -> IngestReport:
-    """Bring the collection in line with `papers`. The caller holds the collection lock."""
+                  progress: Progress | None = None, lexical_index: bool = True,
+                  alone: bool = True) -> IngestReport:
+    """Bring the collection in line with `papers`. The caller holds the collection lock (and,
+    on a Chroma server, a lease: `alone` says whether another writer holds one too).
+    `lexical_index` False: a side collection (a rebuild's), with no journal nor snapshot."""
     started = time.perf_counter()
     progress = progress or Progress()
     report = IngestReport(collection=store.name)
+    journal = Journal(store) if lexical_index else None
     progress.stage("Comparing with the index")
     with PHASES.phase("comparing with the index"):
+        if journal is not None and store.exists():
+            # What the others wrote (or a lost snapshot), so that `reconcile` can judge.
+            report.lexical_rebuilt = follow(store, locked=True) != "current"
         states = store.paper_states() if store.exists() else {}
-        plan = plan_changes(papers, states, prune)
+        if journal is not None:
+            reconcile(store, journal, states)
+        plan = plan_changes(papers, states, prune, others_writing=not alone)
     if plan.to_delete:
         progress.stage(f"Removing {len(plan.to_delete)} outdated papers")
         store.delete_papers(plan.to_delete)
-        _pause_for_tests("deleted")
+        pause_for_tests("deleted")
+        if journal is not None:
+            journal.append(plan.to_delete)
     if plan.moved:
         store.update_places(plan.moved)
+        if journal is not None:
+            journal.append(plan.moved)
     # The papers' BM25 terms, worked out by the writer while the next batch embeds.
     known_terms: dict[str, lexical.KnownTerms] | None = {} if lexical_index else None
     if plan.to_embed:
         progress.start(len(plan.to_embed))
-        report.chunks = _embed_and_store(store, plan.to_embed, progress, known_terms)
+        report.chunks = _embed_and_store(store, plan.to_embed, progress, known_terms, journal)
         progress.finish()
     replaced = {pid for pid in plan.to_delete if pid in states and states[pid].complete}
     embedded = {p.paper_id for p in plan.to_embed}
@@ -473,13 +423,21 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     report.deleted = len(replaced - embedded)
     report.moved, report.unchanged = plan.places_changed, plan.unchanged
     report.not_in_sources = plan.not_in_sources
-    changed = plan.to_delete or plan.moved or plan.to_embed
-    with PHASES.phase("rescan"):
-        final_states = (store.paper_states() if store.exists() else {}) if changed else states
     if lexical_index:
         progress.stage("Updating the BM25 index")
-        report.lexical_rebuilt = sync_lexical(store, final_states, known_terms)
-    report.papers_total = sum(1 for s in final_states.values() if s.complete)
+        with PHASES.phase("bm25: following the journal"):
+            if follow(store, locked=True, known_terms=known_terms) != "current":
+                report.lexical_rebuilt = True
+        index = lexical.open_current(local_dir(store.settings, store.name))
+        report.papers_total = index.size if index else 0
+        if index is not None:
+            index.close()
+    else:
+        changed = plan.to_delete or plan.moved or plan.to_embed
+        with PHASES.phase("rescan"):
+            final_states = (store.paper_states() if store.exists() else {}) if changed \
+                else states
+        report.papers_total = sum(1 for s in final_states.values() if s.complete)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -525,7 +483,7 @@ def sync_multilingual(store: Store, encoder: Encoder, progress: Progress | None 
             part = todo[start : start + MULTILINGUAL_PER_BATCH]
             vectors = encoder.embed([_chunk_input(meta, doc) for _, meta, doc in part])
             side.upsert([c for c, _, _ in part], vectors, None, [m for _, m, _ in part])
-            _pause_for_tests("multilingual-upserted")
+            pause_for_tests("multilingual-upserted")
             progress.advance(len(part))
         side.record_dimension(encoder.dimension)
         progress.finish()
@@ -542,7 +500,8 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
     `multilingual` (an encoder): the collection keeps a multilingual vector per chunk from now
     on; a collection that keeps them gets them for its new papers in every ingest."""
     read = read or ReadReport([], [])
-    with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout):
+    with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout), \
+            writers_lease(store, exclusive=prune or rebuild) as others:
         finish_interrupted_rebuild(store)
         if only_if_empty and store.count():
             # A collection looks empty while its first ingest embeds its first batch; a query
@@ -554,7 +513,8 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
         if rebuild:
             report = _rebuild(store, read.papers, progress)
         else:
-            report = ingest_papers(store, read.papers, prune=prune, progress=progress)
+            report = ingest_papers(store, read.papers, prune=prune, progress=progress,
+                                   alone=not others)
         _keep_multilingual(store, report, kept_by, multilingual, progress)
     report.skipped_bad = len(read.skipped)
     report.records_read, report.without_abstract = read.records_read, read.without_abstract
@@ -562,6 +522,18 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
         report.not_in_sources = 0
     report.skipped_messages = [str(e) for e in read.skipped]
     return report
+
+
+@contextlib.contextmanager
+def writers_lease(store: Store, exclusive: bool) -> Iterator[list]:
+    """On a Chroma server, a lease among the collection's writers (journal.Leases); yields the
+    other writers. This machine's collection lock already orders its own ingests: with the
+    embedded store, no lease."""
+    if not store.settings.uses_chroma_server:
+        yield []
+        return
+    with Leases(store).held(exclusive) as others:
+        yield others
 
 
 def _keep_multilingual(store: Store, report: IngestReport, kept_by: str,
@@ -601,12 +573,23 @@ def _rebuild(store: Store, papers: Sequence[Paper], progress: Progress | None) -
     side = _rebuild_store(store)
     side.drop()  # what an earlier, interrupted rebuild left
     report = ingest_papers(side, list(held.values()), progress=progress, lexical_index=False)
+    # The journal goes first: a reader that finds none keeps its snapshot until the new one
+    # appears, then reads everything (it has a new id).
+    Journal(store).drop()
     store.drop()
+    _take_over(side, store)
+    report.collection = store.name
+    report.lexical_rebuilt = True
+    return report
+
+
+def _take_over(side: Store, store: Store) -> None:
+    """Give the rebuilt side collection the collection's name, start its journal with every
+    paper, and rebuild this client's snapshot from it."""
     side.rename(store.name)
     store.reset()
-    report.collection = store.name
-    report.lexical_rebuilt = sync_lexical(store)
-    return report
+    Journal(store).append(p.paper_id for p in store.iter_papers())
+    follow(store, locked=True)
 
 
 def finish_interrupted_rebuild(store: Store) -> None:
@@ -614,8 +597,7 @@ def finish_interrupted_rebuild(store: Store) -> None:
     complete new one under its side name: finish the swap."""
     side = _rebuild_store(store)
     if not store.exists() and side.exists():
-        side.rename(store.name)
-        store.reset()
+        _take_over(side, store)
 
 
 def ingest_paths(store: Store, paths: Sequence[Path], **options) -> IngestReport:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ragqa.errors import SnapshotError
+from ragqa.index.bm25 import COUNTS, TermMatrix
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import split_categories
 from ragqa.text import split_sentences
@@ -48,12 +49,36 @@ QUERY_STOPWORDS = {
 }
 
 
+FINGERPRINT_MODULUS = 2**256
+
+
 def fingerprint(states: Iterable[tuple[str, str]]) -> str:
-    """Identifies a set of (paper_id, content_hash): equal sets, equal fingerprints."""
-    digest = hashlib.sha256()
-    for pid, chash in sorted(states):
-        digest.update(f"{pid}\t{chash}\n".encode())
-    return digest.hexdigest()
+    """Identifies a set of (paper_id, what its text and place hash to): equal sets, equal
+    fingerprints. A sum of the items' hashes, so that a snapshot updated by a few papers
+    (`update_snapshot`) gets its new fingerprint from those alone (`fingerprint_moved`)."""
+    return _hex(sum(_item(pid, mark) for pid, mark in states) % FINGERPRINT_MODULUS)
+
+
+def fingerprint_moved(fp: str, removed: Iterable[tuple[str, str]],
+                      added: Iterable[tuple[str, str]]) -> str:
+    """The fingerprint of the set `fp` identifies, less `removed`, plus `added`."""
+    total = int(fp, 16) - sum(_item(pid, mark) for pid, mark in removed) \
+        + sum(_item(pid, mark) for pid, mark in added)
+    return _hex(total % FINGERPRINT_MODULUS)
+
+
+def _item(pid: str, mark: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{pid}\t{mark}".encode()).digest(), "big")
+
+
+def _hex(value: int) -> str:
+    return f"{value:064x}"
+
+
+def paper_mark(content_hash: str, source: str, line: int) -> str:
+    """What a paper's fingerprint item holds besides its id: its text (by hash) and its place
+    (a moved paper must show its new place)."""
+    return f"{content_hash}@{source}:{line}"
 
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default token pattern
@@ -190,6 +215,14 @@ class LexicalIndex:
         rows = self._db.execute("SELECT json FROM papers ORDER BY source_file, position, idx "
                                 "LIMIT ? OFFSET ?", (limit, offset))
         return [Paper(**json.loads(r[0])) for r in rows]
+
+    def marks(self) -> dict[str, str]:
+        """Paper id -> its `paper_mark` (what ingest.reconcile compares with Chroma); empty
+        for a snapshot written before they were kept."""
+        try:
+            return dict(self._db.execute("SELECT paper_id, mark FROM papers"))
+        except sqlite3.OperationalError:  # no such column
+            return {}
 
     def find_prefix(self, prefix: str) -> list[str]:
         rows = self._db.execute("SELECT paper_id FROM papers WHERE paper_id LIKE ? ESCAPE '\\' "
@@ -393,23 +426,77 @@ def _position(source: str) -> tuple[str, int]:
 
 def write_snapshot(folder: Path, papers: list[Paper], fp: str,
                    background: np.ndarray | None = None,
-                   known_terms: Mapping[str, KnownTerms] | None = None) -> Path:
+                   known_terms: Mapping[str, KnownTerms] | None = None,
+                   state: Mapping[str, object] | None = None) -> Path:
     """Write a new snapshot, switch CURRENT to it atomically, then remove older ones.
 
     `background` is a sample of the collection's vectors: retrieval/signals.py measures how
     unusual a paper's similarity to a question is against it (the relevance cut).
     `known_terms`: paper id -> `document_terms` of papers worked out beforehand (ingest does it
-    while it embeds)."""
+    while it embeds). `state`: more for CURRENT (what of the server's journal it reflects)."""
+
+    def fill(work: Path) -> None:
+        _write_files(work, papers, background, known_terms or {})
+
+    return _new_snapshot(folder, fp, len(papers), fill, state)
+
+
+def update_snapshot(base: LexicalIndex, removed: Set[str], added: Sequence[Paper], fp: str,
+                    background: np.ndarray | None = None,
+                    known_terms: Mapping[str, KnownTerms] | None = None,
+                    state: Mapping[str, object] | None = None) -> Path:
+    """A new snapshot that is `base` less the `removed` papers plus the `added` ones (a paper
+    replaced is in both), written without working out the other papers' terms again: their
+    rows are copied and the BM25 scores recomputed from the kept term counts (bm25.py). Raises
+    SnapshotError if `base` keeps no term counts (written by an older ragqa): rebuild instead.
+    `background` replaces base's sample (None: keep it)."""
+    matrix = TermMatrix.load(base.folder) if keeps_counts(base.folder) else None
+    if matrix is None or matrix.rows != base.size:
+        raise SnapshotError(f"the BM25 index in {base.folder} keeps no term counts")
+    known_terms = known_terms or {}
+    gone = sorted({base.index_of(pid) for pid in removed} - {None})
+    kept = np.setdiff1d(np.arange(base.size), np.asarray(gone, dtype=np.int64))
+    # Rows stay in their order, so that idx stays the paper's row in the BM25 matrix.
+    worked_out = [_terms_of(p, known_terms) for p in added]
+
+    def fill(work: Path) -> None:
+        shutil.copyfile(base.folder / "papers.sqlite", work / "papers.sqlite")
+        with contextlib.closing(sqlite3.connect(work / "papers.sqlite")) as db:
+            if gone:
+                db.executemany("DELETE FROM papers WHERE idx = ?", [(int(i),) for i in gone])
+                # The rows after a removed one move down, in ascending order: each into a
+                # slot a removed or an already moved row left free.
+                shift = np.searchsorted(np.asarray(gone), kept, side="right")
+                moved = [(int(old - by), int(old)) for old, by in zip(kept, shift, strict=True)
+                         if by]
+                db.executemany("UPDATE papers SET idx = ? WHERE idx = ?", moved)
+            _insert_rows(db, added, worked_out, start=len(kept))
+            db.commit()
+        counts = matrix.take(kept).append([known[1] for known in worked_out]).compacted()
+        _write_index(work, counts)
+        sample = background if background is not None else base.background
+        if sample is not None and len(sample):
+            np.save(work / "background.npy", sample.astype(np.float32))
+
+    return _new_snapshot(base.folder.parent, fp, len(kept) + len(added), fill, state)
+
+
+def keeps_counts(folder: Path) -> bool:
+    """Whether a snapshot keeps its term counts (ragqa 0.x before the journal did not)."""
+    return (folder / COUNTS).is_file()
+
+
+def _new_snapshot(folder: Path, fp: str, size: int, fill, state: Mapping[str, object] | None
+                  ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     previous = (read_current(folder) or {}).get("dir")
     name = f"snap-{fp[:12]}-{time.time_ns()}"
     work = folder / f".tmp-{name}"
     work.mkdir()
     try:
-        _write_files(work, papers, background, known_terms or {})
+        fill(work)
         os.replace(work, folder / name)
-        _write_atomically(folder / CURRENT, json.dumps(
-            {"dir": name, "fingerprint": fp, "papers": len(papers)}))
+        write_current(folder, {**(state or {}), "dir": name, "fingerprint": fp, "papers": size})
     except (OSError, sqlite3.OperationalError) as exc:
         # A full disk or a read-only folder: a runtime error (exit 1) that says so (SQLite's
         # own "database or disk is full" is no OSError), with the previous snapshot still in use
@@ -421,31 +508,43 @@ def write_snapshot(folder: Path, papers: list[Paper], fp: str,
     return folder / name
 
 
+def write_current(folder: Path, state: Mapping[str, object]) -> None:
+    """Replace CURRENT (which snapshot is in use, and what it reflects) atomically."""
+    _write_atomically(folder / CURRENT, json.dumps(state))
+
+
 def _categories(extra: dict) -> set[str]:
 
     return {c.lower() for c in split_categories(extra.get("categories", ""))}
 
 
+def _insert_rows(db: sqlite3.Connection, papers: Sequence[Paper],
+                 worked_out: Sequence[KnownTerms], start: int) -> None:
+    db.executemany(
+        "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ((start + i, p.paper_id, json.dumps(asdict(p), ensure_ascii=False), p.venue.lower(),
+          p.year, *_position(p.source), f" {' '.join(sorted(_categories(p.extra)))} ", known[2],
+          paper_mark(p.content_hash, p.source, p.line))
+         for i, (p, known) in enumerate(zip(papers, worked_out, strict=True))),
+    )
+
+
+def _write_index(work: Path, counts: TermMatrix) -> None:
+    counts.save(work)
+    if counts.rows:
+        counts.bm25().save(str(work / "bm25"))
+
+
 def _write_files(work: Path, papers: list[Paper], background: np.ndarray | None,
                  known_terms: Mapping[str, KnownTerms]) -> None:
-    import bm25s
-
     worked_out = [_terms_of(p, known_terms) for p in papers]
     with contextlib.closing(sqlite3.connect(work / "papers.sqlite")) as db:
         db.execute("CREATE TABLE papers (idx INTEGER PRIMARY KEY, paper_id TEXT UNIQUE, "
                    "json TEXT, venue_key TEXT, year INTEGER, source_file TEXT, position INTEGER, "
-                   "categories TEXT, sentence_terms TEXT)")
-        db.executemany(
-            "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            ((i, p.paper_id, json.dumps(asdict(p), ensure_ascii=False), p.venue.lower(), p.year,
-              *_position(p.source), f" {' '.join(sorted(_categories(p.extra)))} ", known[2])
-             for i, (p, known) in enumerate(zip(papers, worked_out, strict=True))),
-        )
+                   "categories TEXT, sentence_terms TEXT, mark TEXT)")
+        _insert_rows(db, papers, worked_out, start=0)
         db.commit()
-    if papers:
-        retriever = bm25s.BM25(k1=1.2, b=0.75)
-        retriever.index([known[1] for known in worked_out], show_progress=False)
-        retriever.save(str(work / "bm25"))
+    _write_index(work, TermMatrix.from_documents([known[1] for known in worked_out]))
     if background is not None and len(background):
         np.save(work / "background.npy", background.astype(np.float32))
 

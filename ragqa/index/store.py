@@ -340,6 +340,20 @@ class Store:
             for meta, document in zip(page["metadatas"], _texts(page), strict=True):
                 yield paper_from_metadata(meta, document)
 
+    def papers_by_id(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        """The papers of these ids that the collection holds whole (their chunk 0 is written
+        last), rebuilt from their chunk 0."""
+        found: dict[str, Paper] = {}
+        ids = sorted(set(paper_ids))
+        for start in range(0, len(ids), 1000):
+            got = self._call("reading papers", self.collection().get,
+                             ids=[f"{pid}::0" for pid in ids[start : start + 1000]],
+                             include=["metadatas", "documents"])
+            for meta, document in zip(got["metadatas"], _texts(got), strict=True):
+                paper = paper_from_metadata(meta, document)
+                found[paper.paper_id] = paper
+        return found
+
     def sample_vectors(self, paper_ids: Sequence[str], n: int, seed: int = 0) -> np.ndarray:
         """Chunk-0 vectors of up to n papers drawn at random (seeded: the same collection gives
         the same sample)."""

@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from ragqa.index import lexical
-from ragqa.index.ingest import collection_lock, sync_lexical
+from ragqa.index.follow import collection_lock, follow
 from ragqa.index.lexical import LexicalIndex
 from ragqa.index.store import Store, local_dir
 from ragqa.models.encoders import make_multilingual_encoder
@@ -65,8 +65,14 @@ class Retriever:
                 store.reopen()
                 index = lexical.open_current(folder)
                 if index is None:
-                    sync_lexical(store)
+                    follow(store, locked=True)
                     index = lexical.open_current(folder)
+        elif index is not None and store.settings.uses_chroma_server and \
+                follow(store, wait=False) in ("updated", "rebuilt"):
+            # Another machine wrote to the shared server since this one last looked (one read
+            # of the journal's head when nothing changed; see index/follow.py).
+            index.close()
+            index = lexical.open_current(folder)
         self.lexical: LexicalIndex | None = index
         self._multilingual: Embedding | None = None
         # A Chinese question's words translated by the dictionaries (models/glossary.py); off only

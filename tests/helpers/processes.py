@@ -47,11 +47,14 @@ def _wait_until_up(port: int, process: subprocess.Popen, seconds: float = 60) ->
 
 class PausedIngest:
     """`python -m ragqa ingest ARGS --quiet` in its own process, stopped by the test-only hook at
-    `stage` (it holds the collection lock meanwhile): kill it there, or let it go on."""
+    `stage` (it holds the collection lock meanwhile): kill it there, or let it go on.
+    `command`: another ragqa command that passes that stage (a search "following")."""
 
-    def __init__(self, env: dict[str, str], stage: str, *args: str) -> None:
+    def __init__(self, env: dict[str, str], stage: str, *args: str,
+                 command: tuple[str, ...] = ("ingest",)) -> None:
+        quiet = ["--quiet"] if command == ("ingest",) else []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ragqa", "ingest", *args, "--quiet"],
+            [sys.executable, "-m", "ragqa", *command, *args, *quiet],
             env={**os.environ, **env, "RAGQA_TEST_PAUSE_AT": stage}, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
