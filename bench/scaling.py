@@ -1,6 +1,6 @@
 """How far one Chroma server and ragqa's client-side BM25 snapshot go (docs/scaling.md).
 
-    python bench/scaling.py follow --chroma-path DIR [--collection scale] [--repeats 5]
+    python bench/scaling.py follow --chroma-path DIR [--collection scale] [--before OLD]
     python bench/scaling.py snapshot --sizes 37932,150000,300000
     python bench/scaling.py stub-ingest --papers 20000 [--chroma-path DIR]
 
@@ -144,7 +144,7 @@ def ingest_cli(home: Path, port: int, path: Path, collection: str, **extra: str)
            "RAGQA_CHROMA_PORT": str(port), "RAGQA_ENV_FILE": "/nonexistent", **extra}
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "ragqa", "ingest", str(path), "-c", collection,
-                    "--quiet"], env=env, check=True)
+                    "--quiet"], env=env, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
@@ -165,13 +165,31 @@ def bench_follow(args: argparse.Namespace) -> dict[str, Any]:
         papers = store.count()
         log(f"collection {args.collection!r}: {papers} chunks on the server")
 
+        # A collection written by an older ragqa has no journal yet: the first ingest starts it,
+        # and every reader then reads everything once (timed apart, as `upgrade_s`).
+        upgrade = None
+        follow(store)
+        path = write_jsonl(work / "warmup.jsonl", recombined(records, 1, 0, "warmup"))
+        ingest_cli(work / "writer", port, path, args.collection)
+        started = time.perf_counter()
+        if follow(store) == "rebuilt":
+            upgrade = time.perf_counter() - started
+            log(f"first follow of a collection older than the journal: {upgrade:.1f} s")
+
         def fresh_reader() -> float:
             shutil.rmtree(work / "reader", ignore_errors=True)
             started = time.perf_counter()
             assert follow(store) == "rebuilt"
             return time.perf_counter() - started
 
-        full = [fresh_reader() for _ in range(args.full_repeats)]
+        # Alternating with the checkout before the journal, when given: side by side, so that
+        # the server's caches favour neither.
+        full, before = [], []
+        for _ in range(args.full_repeats):
+            full.append(fresh_reader())
+            if args.before:
+                before.append(full_rebuild_before(args.before, work / "before", port,
+                                                  args.collection))
         index = lexical.open_current(local_dir(reader, args.collection))
         size = index.size
         index.close()
@@ -214,7 +232,8 @@ def bench_follow(args: argparse.Namespace) -> dict[str, Any]:
         def med(rows: list[dict], key: str) -> float:
             return statistics.median(r[key] for r in rows) if rows else float("nan")
 
-        return {"papers": size, "full_rebuild_s": statistics.median(full),
+        return {"papers": size, "full_rebuild_s": statistics.median(full), "upgrade_s": upgrade,
+                "full_rebuild_before_s": statistics.median(before) if before else None,
                 "full_rebuild_runs": full, "check_ms": statistics.median(checks),
                 "check_ms_p90": sorted(checks)[int(0.9 * len(checks))],
                 "one_follow_s": med(ones, "follow_s"), "one_open_s": med(ones, "open_s"),
@@ -229,9 +248,38 @@ def bench_follow(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+BEFORE = """
+import sys, time
+sys.path.insert(0, {code!r})
+from ragqa.config import load_settings
+from ragqa.index.ingest import sync_lexical
+from ragqa.index.store import Store
+from ragqa.models.encoders import make_encoder
+settings = load_settings({{"RAGQA_HOME": {home!r}, "RAGQA_CHROMA_HOST": "127.0.0.1",
+                          "RAGQA_CHROMA_PORT": "{port}", "RAGQA_ENV_FILE": "/nonexistent"}})
+store = Store(settings, {collection!r}, make_encoder(settings))
+started = time.perf_counter()
+assert sync_lexical(store)
+print(time.perf_counter() - started)
+"""
+
+
+def full_rebuild_before(code: Path, home: Path, port: int, collection: str) -> float:
+    """The full rebuild of ragqa as it was before the journal (a checkout at `code`): what every
+    new reader did, and what a reader had to do by hand (delete its data folder) to see
+    another machine's papers."""
+    shutil.rmtree(home, ignore_errors=True)
+    result = subprocess.run([sys.executable, "-c", BEFORE.format(
+        code=str(code), home=str(home), port=port, collection=collection)],
+        capture_output=True, text=True, check=True, cwd=code)
+    seconds = float(result.stdout.strip().splitlines()[-1])
+    log(f"full rebuild before the journal: {seconds:.1f} s")
+    return seconds
+
+
 # ---------------------------------------------------------------- snapshot
 
-def _peak_rss_mb_of(code: str) -> dict[str, Any]:
+def _measured_in_own_process(code: str) -> dict[str, Any]:
     """Run `code` in a fresh interpreter (so that memory is its own); it prints JSON."""
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=REPO)
@@ -239,21 +287,23 @@ def _peak_rss_mb_of(code: str) -> dict[str, Any]:
 
 
 OPEN_AND_SEARCH = """
-import json, resource, statistics, sys, time
+import json, statistics, sys, time
 sys.path.insert(0, '.')
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def rss():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024
 from ragqa.index import lexical
 import bm25s, numpy  # imports are not the snapshot's memory
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = rss()
 started = time.perf_counter()
 index = lexical.open_current(__import__('pathlib').Path({folder!r}))
 opened = time.perf_counter() - started
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 queries = {queries!r}
 times = []
 for q in queries * 3:
     started = time.perf_counter(); index.search(q, 100); times.append(time.perf_counter() - started)
-print(json.dumps({{"open_s": opened, "rss_mb": (after - before) / 1024,
+print(json.dumps({{"open_s": opened, "rss_mb": rss() - before,
                   "search_ms": statistics.median(times) * 1000}}))
 """
 
@@ -284,7 +334,7 @@ def bench_snapshot(args: argparse.Namespace) -> dict[str, Any]:
             written = time.perf_counter() - started
             current = lexical.read_current(folder)
             on_disk = disk_mb(folder / current["dir"])
-            measured = _peak_rss_mb_of(OPEN_AND_SEARCH.format(folder=str(folder),
+            measured = _measured_in_own_process(OPEN_AND_SEARCH.format(folder=str(folder),
                                                               queries=QUERIES))
             base = lexical.open_current(folder)
             new = paper_from_record(recombined(records, 1, 7, f"new{size}")[0], "new.jsonl", 1)
@@ -405,6 +455,9 @@ def main() -> int:
     follow.add_argument("--repeats", type=int, default=5)
     follow.add_argument("--thousand-repeats", type=int, default=2)
     follow.add_argument("--full-repeats", type=int, default=2)
+    follow.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="a checkout of ragqa before the journal (git worktree add DIR "
+                        "49161fa): its full rebuild is timed beside this one's")
     snapshot = sub.add_parser("snapshot")
     snapshot.add_argument("--sizes", default="37932,150000,300000",
                           type=lambda s: [int(x) for x in s.split(",")])

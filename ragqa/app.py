@@ -393,7 +393,7 @@ class App:
         self._llms: dict[str, Any] = {}
         self._retriever: Retriever | None = None
         self._snapshot: str | None = None
-        self._followed, self._following = time.monotonic(), False  # see _follow_the_server
+        self._following = False  # see _follow_the_server
 
     @classmethod
     def open(cls, collection: str | None = None) -> App:
@@ -409,25 +409,31 @@ class App:
         return state.get("dir") if state else None
 
     def _follow_the_server(self) -> None:
-        """On a shared Chroma server, look for other machines' writes at most every
-        FOLLOW_SECONDS, in the background: a request never waits for it, and the next one after
-        the new snapshot is written gets it (`retriever`)."""
+        """On a shared Chroma server, look for other machines' writes every FOLLOW_SECONDS, in a
+        background thread started with the first request: a request never waits for it, an idle
+        server stays current, and the first request after a new snapshot is written gets it
+        (`retriever`)."""
         if not self.settings.uses_chroma_server or self._retriever is None:
             return
-        now = time.monotonic()
         with self._lock:
-            if now - self._followed < FOLLOW_SECONDS or self._following:
+            if self._following:
                 return
-            self._followed, self._following = now, True
+            self._following = True
         threading.Thread(target=self._follow, name="ragqa-follow", daemon=True).start()
 
     def _follow(self) -> None:
-        try:
-            follow(Store(self.settings, self.name, self._retriever.store.encoder), wait=False)
-        except Exception as exc:  # noqa: BLE001 - the requests go on with the snapshot they have
-            sys.stderr.write(f"ragqa: could not follow collection {self.name!r}: {exc}\n")
-        finally:
-            self._following = False
+        follower = Store(self.settings, self.name, self._retriever.store.encoder)
+        said = ""
+        while True:
+            time.sleep(FOLLOW_SECONDS)
+            try:
+                follow(follower, wait=False)
+                said = ""
+            except Exception as exc:  # noqa: BLE001 - requests go on with the snapshot they have
+                if str(exc) != said:  # once per distinct failure, not every second
+                    said = str(exc)
+                    sys.stderr.write(f"ragqa: could not follow collection {self.name!r}: "
+                                     f"{said}\n")
 
     def retriever(self) -> Retriever:
         self._follow_the_server()

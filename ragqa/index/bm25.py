@@ -125,8 +125,9 @@ class TermMatrix:
         tf = self.counts.astype(np.float32)
         norm = K1 * ((1 - B) + B * doc_len[rows] / np.float32(avg_len or 1.0))
         scores = (idf[self.term_ids] * (tf / (norm + tf))).astype(np.float32)
-        # Column-major (by term), documents ascending within a term: bm25s's layout.
-        order = np.lexsort((rows, self.term_ids))
+        # Column-major (by term), documents ascending within a term: bm25s's layout. Entries
+        # are in row order already, so a stable sort by term keeps the rows ascending.
+        order = np.argsort(self.term_ids, kind="stable")
         indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
         retriever.scores = {"data": scores[order], "indices": rows[order],

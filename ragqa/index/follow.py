@@ -108,10 +108,11 @@ def _follow_locked(store: Store, folder: Path,
     marker = journal.marker()
     current = lexical.read_current(folder)
     held, applied = _journal_state(current)
+    if current and (folder / current["dir"]).is_dir() and (marker is None or marker == held):
+        return "current"
     base = lexical.open_current(folder)
     try:
-        if base is not None and (marker is None or marker == held):
-            return "current"
+        store.reset()  # a rebuild elsewhere replaced the collection: open it again
         record_ids = journal.record_ids()
         if base is not None and held is not None and held.journal_id == marker.journal_id:
             seen = set(applied)
@@ -134,7 +135,7 @@ def _apply(store: Store, base: lexical.LexicalIndex, touched: set[str],
            known_terms: Mapping[str, lexical.KnownTerms], state: dict) -> None:
     """Bring the named papers into a new snapshot as Chroma holds them now."""
     now = store.papers_by_id(sorted(touched)) if touched else {}
-    marks = base.marks()
+    marks = base.marks(touched)
     removed, added = set(), []
     for pid in touched:
         paper = now.get(pid)
@@ -157,7 +158,7 @@ def _apply(store: Store, base: lexical.LexicalIndex, touched: set[str],
     background = None
     if (len(removed) + len(added)) > RESAMPLE_SHARE * max(base.size, 1) or \
             base.background is None:
-        kept = set(marks) - removed | {p.paper_id for p in added}
+        kept = set(base.marks()) - removed | {p.paper_id for p in added}
         background = store.sample_vectors(sorted(kept), BACKGROUND_SAMPLE) if size else None
     lexical.update_snapshot(base, removed, added, fp, background, known_terms, state)
 

@@ -216,11 +216,21 @@ class LexicalIndex:
                                 "LIMIT ? OFFSET ?", (limit, offset))
         return [Paper(**json.loads(r[0])) for r in rows]
 
-    def marks(self) -> dict[str, str]:
-        """Paper id -> its `paper_mark` (what ingest.reconcile compares with Chroma); empty
-        for a snapshot written before they were kept."""
+    def marks(self, paper_ids: Iterable[str] | None = None) -> dict[str, str]:
+        """Paper id -> its `paper_mark` (what ingest.reconcile compares with Chroma), of these
+        papers (None: all) that the snapshot holds; empty for a snapshot written before marks
+        were kept."""
         try:
-            return dict(self._db.execute("SELECT paper_id, mark FROM papers"))
+            if paper_ids is None:
+                return dict(self._db.execute("SELECT paper_id, mark FROM papers"))
+            ids = sorted(set(paper_ids))
+            found: dict[str, str] = {}
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                found.update(self._db.execute(
+                    f"SELECT paper_id, mark FROM papers WHERE paper_id IN "
+                    f"({','.join('?' * len(part))})", part))
+            return found
         except sqlite3.OperationalError:  # no such column
             return {}
 
@@ -454,31 +464,33 @@ def update_snapshot(base: LexicalIndex, removed: Set[str], added: Sequence[Paper
     if matrix is None or matrix.rows != base.size:
         raise SnapshotError(f"the BM25 index in {base.folder} keeps no term counts")
     known_terms = known_terms or {}
-    gone = sorted({base.index_of(pid) for pid in removed} - {None})
-    kept = np.setdiff1d(np.arange(base.size), np.asarray(gone, dtype=np.int64))
-    # Rows stay in their order, so that idx stays the paper's row in the BM25 matrix.
+    gone = np.asarray(sorted({base.index_of(pid) for pid in removed} - {None}), dtype=np.int64)
+    size = base.size - len(gone)
+    # Each removed row's slot takes one of the last rows (a few UPDATEs, not one per row after
+    # it): `order[new row] = old row`.
+    order = np.arange(base.size, dtype=np.int64)
+    survives = np.ones(base.size, dtype=bool)
+    survives[gone] = False
+    holes = gone[gone < size]
+    order[holes] = np.flatnonzero(survives[size:]) + size
+    order = order[:size]
     worked_out = [_terms_of(p, known_terms) for p in added]
 
     def fill(work: Path) -> None:
         shutil.copyfile(base.folder / "papers.sqlite", work / "papers.sqlite")
         with contextlib.closing(sqlite3.connect(work / "papers.sqlite")) as db:
-            if gone:
-                db.executemany("DELETE FROM papers WHERE idx = ?", [(int(i),) for i in gone])
-                # The rows after a removed one move down, in ascending order: each into a
-                # slot a removed or an already moved row left free.
-                shift = np.searchsorted(np.asarray(gone), kept, side="right")
-                moved = [(int(old - by), int(old)) for old, by in zip(kept, shift, strict=True)
-                         if by]
-                db.executemany("UPDATE papers SET idx = ? WHERE idx = ?", moved)
-            _insert_rows(db, added, worked_out, start=len(kept))
+            db.executemany("DELETE FROM papers WHERE idx = ?", [(int(i),) for i in gone])
+            db.executemany("UPDATE papers SET idx = ? WHERE idx = ?",
+                           [(int(h), int(order[h])) for h in holes])
+            _insert_rows(db, added, worked_out, start=size)
             db.commit()
-        counts = matrix.take(kept).append([known[1] for known in worked_out]).compacted()
+        counts = matrix.take(order).append([known[1] for known in worked_out]).compacted()
         _write_index(work, counts)
         sample = background if background is not None else base.background
         if sample is not None and len(sample):
             np.save(work / "background.npy", sample.astype(np.float32))
 
-    return _new_snapshot(base.folder.parent, fp, len(kept) + len(added), fill, state)
+    return _new_snapshot(base.folder.parent, fp, size + len(added), fill, state)
 
 
 def keeps_counts(folder: Path) -> bool:
