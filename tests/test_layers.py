@@ -123,3 +123,16 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     targets = imports_of("ragqa.index.bad", fake / "bad.py", known)
     assert targets == {"ragqa.faces.cli"}
     assert layer_of("ragqa.faces.cli") > layer_of("ragqa.index.bad")
+
+
+def test_every_package_ships_in_the_wheel():
+    """A package missing from pyproject's list is absent from `pip install .` while the tests,
+    run from the repository, still find it (as ragqa.screening once was)."""
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    packages = {".".join(init.parent.relative_to(PACKAGE.parent).parts)
+                for init in PACKAGE.rglob("__init__.py")}
+    assert packages <= listed, f"not in pyproject.toml's packages: {sorted(packages - listed)}"

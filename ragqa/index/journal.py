@@ -43,6 +43,7 @@ JOURNAL_FORMAT = 1
 IDS_PER_RECORD = 1000  # a prune of many papers writes several records
 LEASE_SECONDS = 60.0  # a writer that has not renewed its lease for this long is gone
 RENEW_SECONDS = 10.0
+FORGET_SECONDS = 3600.0  # a lease record this old is removed by the next writer that looks
 _VECTOR = [1.0]  # Chroma stores a vector with every record; the journal's say nothing
 
 
@@ -193,15 +194,19 @@ class Leases:
         collection = self._collection()
         got = self.store._call("reading the writers' leases", collection.get,
                                include=["metadatas"])
-        now, live = time.time(), []
+        now, live, forgotten = time.time(), [], []
         for lease_id, meta in zip(got["ids"], got["metadatas"], strict=True):
             if lease_id == mine:
                 continue
             ago = now - float(meta.get("renewed", 0))
+            if ago > FORGET_SECONDS:
+                forgotten.append(lease_id)  # a killed writer's, long over
             if ago > LEASE_SECONDS or self._process_gone(meta):
                 continue
             live.append(Writer(f"{meta.get('host')} (pid {meta.get('pid')})",
                                bool(meta.get("exclusive")), max(ago, 0.0)))
+        if forgotten:
+            self.store._call("removing old leases", collection.delete, ids=forgotten)
         return live
 
     def _process_gone(self, meta: dict) -> bool:

@@ -494,7 +494,8 @@ def update_snapshot(base: LexicalIndex, removed: Set[str], added: Sequence[Paper
 
 
 def keeps_counts(folder: Path) -> bool:
-    """Whether a snapshot keeps its term counts (ragqa 0.x before the journal did not)."""
+    """Whether a snapshot keeps its term counts (one written before the journal does not: a
+    full rebuild replaces it)."""
     return (folder / COUNTS).is_file()
 
 
