@@ -171,6 +171,9 @@ def test_replicas_answer_the_same_after_a_third_machine_ingests(ragqa, tmp_path,
             return [r["paper_id"] for r in reply.json()["results"]]
 
         assert found(replicas[0]) == found(replicas[1])
+        # The journal and the writers' leases are siblings, never collections (or models).
+        models = httpx.get(f"{replicas[0].url}/v1/models", timeout=30).json()["data"]
+        assert [m["id"] for m in models] == ["ragqa-default"]
         a.json("ingest", str(_jsonl(tmp_path / "new.jsonl", [DUPLEX_TALK])), "--quiet")
         started = time.monotonic()
         seen = [None, None]
