@@ -70,10 +70,10 @@ class Journal:
     def _open(self, create: bool):
         from chromadb.errors import NotFoundError
 
-        client = self.store._client
+        client = self.store.client
         try:
             if create:
-                return self.store._call(
+                return self.store.call(
                     "opening the journal", client.get_or_create_collection, self.chroma_name,
                     metadata={"ragqa_journal": JOURNAL_FORMAT, "head": ""},
                     embedding_function=None)
@@ -110,12 +110,12 @@ class Journal:
         by = f"{socket.gethostname()}:{os.getpid()}"
         for start in range(0, len(ids), IDS_PER_RECORD):
             part = ids[start : start + IDS_PER_RECORD]
-            self.store._call("writing the journal", collection.add,
+            self.store.call("writing the journal", collection.add,
                              ids=[f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"],
                              embeddings=[_VECTOR], metadatas=[{
                                  "papers": json.dumps(part, ensure_ascii=False), "by": by,
                                  "at": time.time()}])
-        self.store._call("moving the journal's head", collection.modify,
+        self.store.call("moving the journal's head", collection.modify,
                          metadata={**_meta_without_hnsw(collection), "head": uuid.uuid4().hex})
 
     def record_ids(self) -> list[str]:
@@ -132,7 +132,7 @@ class Journal:
         if collection is None or not record_ids:
             return found
         for start in range(0, len(record_ids), PAGE):
-            got = self.store._call("reading the journal", collection.get,
+            got = self.store.call("reading the journal", collection.get,
                                    ids=record_ids[start : start + PAGE], include=["metadatas"])
             for meta in got["metadatas"]:
                 found.update(json.loads(str(meta.get("papers", "[]"))))
@@ -141,14 +141,14 @@ class Journal:
     def drop(self) -> None:
         """Remove the journal (a rebuild: readers then see a new journal and read everything)."""
         if self._open(create=False) is not None:
-            self.store._call("removing the journal", self.store._client.delete_collection,
+            self.store.call("removing the journal", self.store.client.delete_collection,
                              self.chroma_name)
 
 
 def _pages(store: Store, collection, include: list[str]) -> Iterator[dict]:
     offset = 0
     while True:
-        page = store._call("reading the journal", collection.get, include=include, limit=PAGE,
+        page = store.call("reading the journal", collection.get, include=include, limit=PAGE,
                            offset=offset)
         if not page["ids"]:
             return
@@ -185,14 +185,14 @@ class Leases:
         self.host = socket.gethostname()
 
     def _collection(self):
-        return self.store._call("opening the writers' leases",
-                                self.store._client.get_or_create_collection, self.chroma_name,
+        return self.store.call("opening the writers' leases",
+                                self.store.client.get_or_create_collection, self.chroma_name,
                                 embedding_function=None)
 
     def others(self, mine: str) -> list[Writer]:
         """The live leases other than `mine`."""
         collection = self._collection()
-        got = self.store._call("reading the writers' leases", collection.get,
+        got = self.store.call("reading the writers' leases", collection.get,
                                include=["metadatas"])
         now, live, forgotten = time.time(), [], []
         for lease_id, meta in zip(got["ids"], got["metadatas"], strict=True):
@@ -206,7 +206,7 @@ class Leases:
             live.append(Writer(f"{meta.get('host')} (pid {meta.get('pid')})",
                                bool(meta.get("exclusive")), max(ago, 0.0)))
         if forgotten:
-            self.store._call("removing old leases", collection.delete, ids=forgotten)
+            self.store.call("removing old leases", collection.delete, ids=forgotten)
         return live
 
     def _process_gone(self, meta: dict) -> bool:
@@ -227,7 +227,7 @@ class Leases:
         collection = self._collection()
         lease_id = uuid.uuid4().hex
         meta = {"host": self.host, "pid": os.getpid(), "exclusive": exclusive}
-        self.store._call("taking a lease", collection.upsert, ids=[lease_id],
+        self.store.call("taking a lease", collection.upsert, ids=[lease_id],
                          embeddings=[_VECTOR], metadatas=[{**meta, "renewed": time.time()}])
         stop = threading.Event()
         try:

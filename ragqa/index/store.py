@@ -175,10 +175,16 @@ class Store:
         self._collection = None
 
     @property
+    def client(self):
+        """The Chroma client (the journal and the leases are sibling collections of it)."""
+        return self._client
+
+    @property
     def chroma_name(self) -> str:
         return f"ragqa_{self.name}"
 
-    def _call(self, what: str, fn, *args, **kwargs):
+    def call(self, what: str, fn, *args, **kwargs):
+        """A Chroma call whose failure becomes one StoreError saying what was being done."""
         try:
             return fn(*args, **kwargs)
         except (StoreError, IndexMismatchError):
@@ -209,10 +215,10 @@ class Store:
         if create:
             metadata = {"hnsw:space": "cosine", "ragqa_schema": SCHEMA_VERSION,
                         "ragqa_embedder": self.encoder.embedder_id}
-            coll = self._call("creating the collection", self._client.get_or_create_collection,
+            coll = self.call("creating the collection", self._client.get_or_create_collection,
                               name=self.chroma_name, metadata=metadata, embedding_function=ef)
         else:
-            coll = self._call("opening the collection", self._client.get_collection,
+            coll = self.call("opening the collection", self._client.get_collection,
                               name=self.chroma_name, embedding_function=ef)
         if not check:
             return coll
@@ -239,7 +245,7 @@ class Store:
         if (coll.metadata or {}).get("ragqa_dim") == dimension:
             return
         metadata = {k: v for k, v in (coll.metadata or {}).items() if not k.startswith("hnsw:")}
-        self._call("recording the dimension", coll.modify, metadata={**metadata,
+        self.call("recording the dimension", coll.modify, metadata={**metadata,
                                                                     "ragqa_dim": dimension})
 
     # ------------------------------------------------------------ multilingual vectors
@@ -257,7 +263,7 @@ class Store:
         if (coll.metadata or {}).get(MULTILINGUAL_KEY) == embedder_id:
             return
         metadata = {k: v for k, v in (coll.metadata or {}).items() if not k.startswith("hnsw:")}
-        self._call("recording the multilingual embedder", coll.modify,
+        self.call("recording the multilingual embedder", coll.modify,
                    metadata={**metadata, MULTILINGUAL_KEY: embedder_id})
 
     def multilingual_store(self, encoder: Encoder) -> Store:
@@ -276,7 +282,7 @@ class Store:
     def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
         coll = self.collection()
         for start in range(0, len(chunk_ids), 500):
-            self._call("deleting chunks", coll.delete, ids=list(chunk_ids[start : start + 500]))
+            self.call("deleting chunks", coll.delete, ids=list(chunk_ids[start : start + 500]))
 
     def reset(self) -> None:
         """Forget the cached collection handle (after a rename or drop by another Store)."""
@@ -296,13 +302,13 @@ class Store:
 
     def drop(self) -> None:
         if self.exists():
-            self._call("deleting the collection", self._client.delete_collection, self.chroma_name)
+            self.call("deleting the collection", self._client.delete_collection, self.chroma_name)
         self._collection = None
 
     def count(self) -> int:
         if not self.exists():
             return 0
-        return self._call("counting", self.collection().count)
+        return self.call("counting", self.collection().count)
 
     # ------------------------------------------------------------ reading
 
@@ -311,7 +317,7 @@ class Store:
         coll = self.collection(check=check)
         offset = 0
         while True:
-            page = self._call("reading the collection", coll.get, where=where, include=include,
+            page = self.call("reading the collection", coll.get, where=where, include=include,
                               limit=PAGE, offset=offset)
             if not page["ids"]:
                 return
@@ -346,7 +352,7 @@ class Store:
         found: dict[str, Paper] = {}
         ids = sorted(set(paper_ids))
         for start in range(0, len(ids), 1000):
-            got = self._call("reading papers", self.collection().get,
+            got = self.call("reading papers", self.collection().get,
                              ids=[f"{pid}::0" for pid in ids[start : start + 1000]],
                              include=["metadatas", "documents"])
             for meta, document in zip(got["metadatas"], _texts(got), strict=True):
@@ -360,7 +366,7 @@ class Store:
         rng = np.random.default_rng(seed)
         ids = sorted(paper_ids)
         chosen = rng.choice(len(ids), size=min(n, len(ids)), replace=False) if ids else []
-        got = self._call("reading vectors", self.collection().get,
+        got = self.call("reading vectors", self.collection().get,
                          ids=[f"{ids[i]}::0" for i in chosen], include=["embeddings"])
         return np.asarray(got["embeddings"], dtype=np.float32)
 
@@ -370,7 +376,7 @@ class Store:
         out = np.zeros((len(paper_ids), self.encoder.dimension or 0), dtype=np.float32)
         for start in range(0, len(paper_ids), 1000):
             batch = [f"{pid}::0" for pid in paper_ids[start : start + 1000]]
-            got = self._call("reading vectors", coll.get, ids=batch, include=["embeddings"])
+            got = self.call("reading vectors", coll.get, ids=batch, include=["embeddings"])
             found = dict(zip(got["ids"], got["embeddings"], strict=True))
             rows = np.asarray([found[i] for i in batch], dtype=np.float32)
             if out.shape[1] != rows.shape[1]:
@@ -388,7 +394,7 @@ class Store:
     def query_many(self, vectors: np.ndarray, n: int, where: dict | None = None
                    ) -> list[list[tuple[str, str, float]]]:
         """`query` for several vectors in one call (a question's sub-queries)."""
-        result = self._call("searching", self.collection().query,
+        result = self.call("searching", self.collection().query,
                             query_embeddings=[v.tolist() for v in vectors], n_results=n,
                             where=where, include=["distances"])
         return [[(chunk_id, chunk_id.rsplit("::", 1)[0], 1.0 - float(dist))
@@ -399,7 +405,7 @@ class Store:
         """Chunk id -> chunk text."""
         if not chunk_ids:
             return {}
-        got = self._call("reading chunks", self.collection().get, ids=list(chunk_ids),
+        got = self.call("reading chunks", self.collection().get, ids=list(chunk_ids),
                          include=["metadatas", "documents"])
         return dict(zip(got["ids"], _texts(got), strict=True))
 
@@ -410,14 +416,14 @@ class Store:
         """Write chunks; `documents`, their texts (kept under CHUNK_TEXT_KEY; None: no text, as
         the multilingual sibling, whose texts are in the collection)."""
         coll = self.collection(create=True)
-        limit = self._call("writing chunks", self._client.get_max_batch_size)
+        limit = self.call("writing chunks", self._client.get_max_batch_size)
         # Chroma takes at most `limit` records a call. Chunk 0, which says how many chunks its
         # paper has, goes in the last call: a paper cut short by a kill between calls then
         # lacks it, and the next ingest sees the paper as half-written and redoes it.
         order = sorted(range(len(ids)), key=lambda i: ids[i].endswith("::0"))
         for start in range(0, len(order), limit):
             part = order[start : start + limit]
-            self._call("writing chunks", coll.upsert, ids=[ids[i] for i in part],
+            self.call("writing chunks", coll.upsert, ids=[ids[i] for i in part],
                        embeddings=vectors[part],
                        metadatas=[metadatas[i] if documents is None else
                                   {**metadatas[i], CHUNK_TEXT_KEY: documents[i]} for i in part])
@@ -426,7 +432,7 @@ class Store:
         coll = self.collection()
         for start in range(0, len(paper_ids), 500):
             batch = list(paper_ids[start : start + 500])
-            self._call("deleting papers", coll.delete, where={"paper_id": {"$in": batch}})
+            self.call("deleting papers", coll.delete, where={"paper_id": {"$in": batch}})
 
     def update_places(self, moves: dict[str, tuple[str, int, str]]) -> None:
         """Papers whose text is unchanged but whose place (source, line, source_path) moved:
@@ -434,17 +440,17 @@ class Store:
         coll = self.collection()
         ids = sorted(moves)
         for start in range(0, len(ids), 500):
-            got = self._call("reading chunks", coll.get, include=["metadatas"],
+            got = self.call("reading chunks", coll.get, include=["metadatas"],
                              where={"paper_id": {"$in": ids[start : start + 500]}})
             metas = [{**m, **dict(zip(("source", "line", "source_path"), moves[m["paper_id"]],
                                           strict=True))}
                      for m in got["metadatas"]]
-            self._call("updating places", coll.update, ids=got["ids"], metadatas=metas)
+            self.call("updating places", coll.update, ids=got["ids"], metadatas=metas)
 
     def rename(self, new_name: str) -> None:
         """Give this collection another ragqa name (the last step of a rebuild)."""
         coll = self.collection(check=False)
-        self._call("renaming the collection", coll.modify, name=f"ragqa_{new_name}")
+        self.call("renaming the collection", coll.modify, name=f"ragqa_{new_name}")
         self._collection = None
 
 
