@@ -422,11 +422,14 @@ class App:
         threading.Thread(target=self._follow, name="ragqa-follow", daemon=True).start()
 
     def _follow(self) -> None:
-        follower = Store(self.settings, self.name, self._retriever.store.encoder)
+        follower: Store | None = None
         said = ""
         while True:
             time.sleep(FOLLOW_SECONDS)
             try:
+                # Opened here, not before the loop: a server down at that moment is retried.
+                follower = follower or Store(self.settings, self.name,
+                                             self._retriever.store.encoder)
                 follow(follower, wait=False)
                 said = ""
             except Exception as exc:  # noqa: BLE001 - requests go on with the snapshot they have
