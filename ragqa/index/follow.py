@@ -4,7 +4,7 @@ Two ways, both ending in a new immutable snapshot (lexical.py) and a new CURRENT
 - `follow`: read the collection's journal (journal.py) and bring in only the papers its new
   records name: one cheap read when nothing changed (`is_current`), ~1 s at 37,932 papers for a
   few new ones (docs/scaling.md). Every ingest ends with it, and every reader of a shared Chroma
-  server runs it (each CLI command once, `ragqa serve` at most every second).
+  server runs it (each CLI command once, `ragqa serve` and `ragqa mcp` every second).
 - `rebuild_snapshot`: read every paper (a new client, a journal that started again after a
   rebuild, a snapshot of an older ragqa).
 
