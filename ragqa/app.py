@@ -17,7 +17,7 @@ import copy
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import asdict
@@ -74,7 +74,7 @@ from ragqa.resources import seed_files
 from ragqa.retrieval.retriever import Retriever
 from ragqa.retrieval.types import Filters, SearchResult
 from ragqa.screening.screen import Progress
-from ragqa.sources import read_sources
+from ragqa.sources import ReadReport, read_sources
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import Selection
 
@@ -136,14 +136,23 @@ def is_foreign(question: str | None) -> bool:
 SEED_PAPERS = 29  # the bundled ICML 2026 seeds
 
 
+SEEDED_COLLECTION = "default"  # the one collection the bundled seeds fill unasked
+INGEST_TRIED = "ingest-tried"  # a file in a collection's folder: an ingest into it was begun
+
+
 def open_for_query(settings: Settings, name: str, quiet: bool = False,
                    store: Store | None = None, question: str | None = None) -> Retriever:
-    """The retriever of a collection; a collection never filled gets the bundled seeds first,
-    with multilingual vectors when the question that fills it is in another language (29
-    papers: seconds; an English first question pays nothing for them)."""
+    """The retriever of a collection. The default collection, never filled nor ingested into,
+    gets the bundled seeds first, with multilingual vectors when the question that fills it is
+    in another language (29 papers: seconds; an English first question pays nothing for them).
+    Any other empty collection is a user's own, waiting for its papers: UserError."""
     store = store or open_store(settings, name)
     finish_interrupted_rebuild(store)
     if not store.exists() or store.count() == 0:
+        if name != SEEDED_COLLECTION or (local_dir(settings, name) / INGEST_TRIED).exists():
+            raise UserError(f"collection {name!r} holds no papers: add them with `ragqa ingest "
+                            f"FILE... -c {name}` (the bundled seeds: `ragqa ingest --seeds -c "
+                            f"{name}`)")
         if not quiet:
             sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
                              "ICML 2026 seeds (29 abstracts) first\n")
@@ -192,6 +201,16 @@ def selection_of(request: IngestRequest) -> Selection | None:
     return selection
 
 
+def nothing_kept(where: Sequence[str], read: ReadReport) -> str:
+    """What a --where that kept none of the records read had to choose from."""
+    seen = "; ".join(
+        f"{field}: " + ", ".join(f"{value} ({count})" for value, count in sorted(
+            values.items(), key=lambda item: (-item[1], item[0]))[:8])
+        for field, values in read.seen.items() if values)
+    return (f"--where {' --where '.join(where)} kept none of the {read.records_read} records "
+            f"read" + (f"; they have {seen}" if seen else ""))
+
+
 def ingest(settings: Settings, name: str, request: IngestRequest,
            reading: Callable[[], AbstractContextManager[Callable[[str], None]]],
            make_progress: Callable[[], Any], on_started: Callable[[], None] = lambda: None
@@ -201,6 +220,11 @@ def ingest(settings: Settings, name: str, request: IngestRequest,
     progress; `make_progress()` the embedding's; `on_started()` marks the end of start-up."""
     sources = [Path(p) for p in request.paths] + (seed_files() if request.seeds else [])
     selection = selection_of(request)
+    # From now on the collection is the user's: a question never fills it with the bundled
+    # seeds, even when this ingest fails (the user's papers are what they wait for).
+    folder = local_dir(settings, name)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / INGEST_TRIED).touch()
     # The model loads while the sources are read; the store opens (and writes) only once
     # they have all parsed.
     loading = start_loading_encoder(settings)
@@ -209,6 +233,8 @@ def ingest(settings: Settings, name: str, request: IngestRequest,
                             on_progress=lambda n, kept: show(
                                 f"Reading: {n:,} records read, {kept:,} kept")
                             ) if sources else None
+    if read and selection and selection.conditions and read.records_read and not read.papers:
+        raise UserError(nothing_kept(request.where, read))
     with PHASES.phase("opening the store"):
         store = open_store(settings, name, loading)
     on_started()
@@ -327,6 +353,7 @@ def papers_page(retriever: Retriever, request: PapersRequest) -> tuple[int, list
 def paper_json(paper: Paper) -> dict:
     record = asdict(paper)
     del record["source_path"]  # a path of the ingesting machine; `source` names the file
+    del record["former_ids"]  # what ingest matches stored papers by
     record["code_urls"] = paper.code_urls
     return record
 

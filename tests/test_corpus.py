@@ -596,8 +596,10 @@ def test_seeds_reader_raises_only_corpus_errors_and_ids_are_stable(blocks, separ
         second = read_sources([path])
         data = path.read_bytes()
     assert [p.paper_id for p in first.papers] == [p.paper_id for p in second.papers]
-    assert [p.source for p in first.papers] == [f"fuzz.txt#{i}"
-                                                for i in range(1, len(first.papers) + 1)]
+    # Positions in the file, in order; an abstract read twice is one paper, so one may be
+    # missing (the second time it was read: counted as a duplicate).
+    positions = [int(p.source.removeprefix("fuzz.txt#")) for p in first.papers]
+    assert positions == sorted(set(positions)) and positions[:1] in ([], [1])
     assert len({p.paper_id for p in first.papers}) == len(first.papers)
     for paper in first.papers:
         assert paper.paper_id == text_id(_source_block(data, paper.line)) and paper.text.strip()

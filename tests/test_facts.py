@@ -31,7 +31,7 @@ def test_a_fact_question_quotes_the_sentence_with_the_figure(seeded, question, t
     ("error $\\leq 5$ and $\\tau$-Voice", "error ≤ 5 and τ-Voice"),
     ("**bold** and $\\textbf{EGG}$", "bold and EGG"),
     ("\\textsc{Lumen} keeps \\times-free words like \\timestamp", "Lumen keeps ×-free words like "
-     "\\timestamp"),
+     "timestamp"),
 ])
 def test_latex_and_markdown_read_as_text(latex, text):
     assert strip_marks(latex) == text

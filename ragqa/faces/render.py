@@ -18,6 +18,7 @@ from ragqa.answering.answer import detect_language
 from ragqa.answering.messages import message
 from ragqa.answering.summarize import summary_mode
 from ragqa.index.ingest import Progress
+from ragqa.sources.paper import tally_summary
 from ragqa.text import json_text, safe
 
 if TYPE_CHECKING:
@@ -66,8 +67,8 @@ class Renderer:
             self.console.print(f"Multilingual vectors: {report.multilingual_embedded} chunks "
                                f"embedded, {report.multilingual_chunks} in all, "
                                f"{report.multilingual_seconds:.1f} s")
-        if report.without_abstract:
-            self.err.print(f"{report.without_abstract} BibTeX entries have no abstract: skipped")
+        if report.tallies:
+            self.err.print(markup(tally_summary(report.tallies)))
         if report.skipped_bad:
             self.err.print(f"[yellow]Skipped {report.skipped_bad} bad records[/]"
                            + ("" if quiet else ":"))

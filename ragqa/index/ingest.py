@@ -18,8 +18,8 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Container, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,6 +68,10 @@ class IngestReport:
     skipped_bad: int = 0
     records_read: int = 0  # records of the sources parsed (kept by --where/--limit or not)
     without_abstract: int = 0  # BibTeX entries that are no paper
+    # Records read and counted, not errors, by kind (ragqa.sources.paper.TALLIES): entries
+    # without or with a placeholder abstract, a paper read twice, OpenReview replies, and
+    # quirks of real libraries read through (empty and duplicate keys, repeated fields).
+    tallies: dict[str, int] = field(default_factory=dict)
     not_in_sources: int = 0
     chunks: int = 0
     papers_total: int = 0
@@ -115,6 +119,24 @@ class _Files:
         if state.source_path:
             return state.source_path in self.paths
         return _source_file(state.source) in self.names
+
+
+def keep_stored_ids(papers: Sequence[Paper], held: Container[str]) -> list[Paper]:
+    """The papers, each under the id the collection holds it by: a paper an earlier version
+    of ragqa named otherwise (a BibTeX entry by its abstract's hash) keeps that id, so that
+    re-ingesting a library neither doubles its papers nor breaks saved chats' citations."""
+    incoming = {p.paper_id for p in papers}
+    taken: set[str] = set()
+    out = []
+    for paper in papers:
+        if paper.paper_id not in held:
+            former = next((f for f in paper.former_ids if f in held and f not in incoming
+                           and f not in taken), None)
+            if former:
+                taken.add(former)
+                paper = replace(paper, paper_id=former)
+        out.append(paper)
+    return out
 
 
 def plan_changes(papers: Sequence[Paper], states: dict[str, PaperState], prune: bool,
@@ -399,6 +421,7 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
         states = store.paper_states() if store.exists() else {}
         if journal is not None:
             reconcile(store, journal, states)
+        papers = keep_stored_ids(papers, states)
         plan = plan_changes(papers, states, prune, others_writing=not alone)
     if plan.to_delete:
         progress.stage(f"Removing {len(plan.to_delete)} outdated papers")
@@ -518,6 +541,7 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
         _keep_multilingual(store, report, kept_by, multilingual, progress)
     report.skipped_bad = len(read.skipped)
     report.records_read, report.without_abstract = read.records_read, read.without_abstract
+    report.tallies = dict(read.tallies)
     if read.partial:  # papers of an earlier slice are still in the files, not gone from them
         report.not_in_sources = 0
     report.skipped_messages = [str(e) for e in read.skipped]
@@ -567,7 +591,7 @@ def _rebuild(store: Store, papers: Sequence[Paper], progress: Progress | None) -
     into a side collection that replaces the old one only once complete: a failure or a kill
     part-way leaves the old collection as it was."""
     held = {p.paper_id: p for p in store.iter_papers(check=False)} if store.exists() else {}
-    held.update({p.paper_id: p for p in papers})
+    held.update({p.paper_id: p for p in keep_stored_ids(papers, held)})
     if not held:
         return IngestReport(collection=store.name)
     side = _rebuild_store(store)

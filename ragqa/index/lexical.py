@@ -244,9 +244,10 @@ class LexicalIndex:
                          ) -> np.ndarray:
         """Rows of the papers of this venue, year and category, among these ids (None: any)."""
         clauses, args = [], []
-        if venue:
-            clauses.append("venue_key = ?")
-            args.append(venue.lower())
+        if venue:  # its short name ("ACL") or the whole label (ragqa/sources/venues.py)
+            clauses.append(
+                "(venue_key = ? OR lower(json_extract(json, '$.extra.venue_label')) = ?)")
+            args.extend([venue.lower(), venue.lower()])
         if year is not None:
             clauses.append("year = ?")
             args.append(year)

@@ -464,6 +464,8 @@ def chunk_metadata(paper: Paper, index: int, n_chunks: int) -> dict:
     }
     if paper.year is not None:
         meta["year"] = paper.year
+    if paper.extra.get("venue_label"):  # `--venue` matches the whole label too
+        meta["venue_label_key"] = str(paper.extra["venue_label"]).lower()
     for category in split_categories(paper.extra.get("categories", "")):
         meta[category_key(category)] = True  # `--category cs.CL` (ragqa.sources.select)
     if index == 0:

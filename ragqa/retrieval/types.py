@@ -50,8 +50,9 @@ class Filters:
 
     def chroma_where(self) -> dict | None:
         clauses: list[dict] = []
-        if self.venue:
-            clauses.append({"venue_key": self.venue.lower()})
+        if self.venue:  # its short name ("ACL") or the whole label (ragqa/sources/venues.py)
+            clauses.append({"$or": [{"venue_key": self.venue.lower()},
+                                    {"venue_label_key": self.venue.lower()}]})
         if self.year is not None:
             clauses.append({"year": self.year})
         if self.category:
@@ -64,7 +65,8 @@ class Filters:
 
     def admits(self, paper: Paper) -> bool:
         """The same test in Python, for papers read from the BM25 snapshot (`summarize --all`)."""
-        return ((not self.venue or paper.venue.lower() == self.venue.lower())
+        label = str(paper.extra.get("venue_label", ""))
+        return ((not self.venue or self.venue.lower() in (paper.venue.lower(), label.lower()))
                 and (self.year is None or paper.year == self.year)
                 and (self.paper_ids is None or paper.paper_id in self.paper_ids)
                 and (not self.category or self.category.lower() in

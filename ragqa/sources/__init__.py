@@ -9,19 +9,19 @@ anything is written anywhere. Only the records a `Selection` (select.py) keeps a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ragqa.errors import CorpusError
-from ragqa.sources.bibtex import NoAbstract, read_bibtex
-from ragqa.sources.paper import Paper
+from ragqa.sources.bibtex import read_bibtex
+from ragqa.sources.paper import TALLIES, Paper, Tally
 from ragqa.sources.plain import Admit, categories_of, read_csv, read_jsonl, read_seeds, read_text
 
 TEXT_SUFFIXES = (".txt", ".md")
 # .json: JSON Lines, or one JSON array (an OpenReview export), told apart by the first byte.
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json.gz", ".ndjson.gz", ".json")
 CSV_SUFFIXES = (".csv", ".csv.gz")
-BIB_SUFFIXES = (".bib",)
+BIB_SUFFIXES = (".bib", ".bib.gz")
 SUPPORTED = TEXT_SUFFIXES + JSONL_SUFFIXES + CSV_SUFFIXES + BIB_SUFFIXES
 PROGRESS_EVERY = 10_000  # records between two progress reports while reading
 
@@ -31,20 +31,32 @@ class ReadReport:
     papers: list[Paper]
     skipped: list[CorpusError]
     records_read: int = 0  # records parsed, kept or not
-    without_abstract: int = 0  # BibTeX entries that are no paper (no abstract): not errors
+    # Records read and counted, not errors (paper.TALLIES): entries that are no paper, and
+    # quirks of real libraries read through.
+    tallies: dict[str, int] = field(default_factory=dict)
     partial: bool = False  # a --where/--limit slice: the files hold more than was read
+    # The values the --where conditions were tested on: field -> value -> records
+    seen: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def without_abstract(self) -> int:
+        return self.tallies.get("without_abstract", 0)
+
+    def count(self, kind: str) -> None:
+        self.tallies[kind] = self.tallies.get(kind, 0) + 1
 
 
 # ---------------------------------------------------------------- the registry
 
-Item = Paper | CorpusError | NoAbstract | None  # None: read, and the selection turned it down
+Item = Paper | CorpusError | Tally | None  # None: read, and the selection turned it down
 
 
 @dataclass(frozen=True)
 class Reader:
     """One format: the file name endings it reads, and the reader, which yields a Paper, a
-    CorpusError (a bad record: fatal unless --skip-bad), a NoAbstract (an entry that is no
-    paper) or None (read, and the selection turned it down) per record."""
+    CorpusError (a bad record: fatal unless --skip-bad), a Tally (a record that is no paper, or
+    a quirk read through: counted) or None (read, and the selection turned it down) per
+    record."""
 
     suffixes: tuple[str, ...]
     read: Callable[[Path, Admit | None], Iterator[Item]]
@@ -111,41 +123,74 @@ def read_sources(paths: Iterable[Path], skip_bad: bool = False, selection=None,
     what is kept, not the size of the files. `on_progress(records read, kept)` is called every
     PROGRESS_EVERY records and at the end."""
     paths = list(paths)
-    admit = selection.admits if selection and selection.conditions else None
     limit = selection.limit if selection else None
     report = ReadReport(papers=[], skipped=[], partial=bool(selection))
-    first_seen: dict[str, str] = {}
+    admit = _noting(selection.admits, report.seen) if selection and selection.conditions \
+        else None
+    first_seen: dict[str, Paper] = {}
     for path in expand_sources(paths):
         if limit is not None and len(report.papers) >= limit:
             break
         resolved = str(path.resolve())
         for item in reader_for(path).read(path, admit):
+            if isinstance(item, Tally):
+                if not TALLIES[item.kind][1]:  # a record that is no paper: read, and counted
+                    _count_read(report, on_progress)
+                report.count(item.kind)
+                continue
             if not isinstance(item, CorpusError):
-                report.records_read += 1
-                if on_progress and report.records_read % PROGRESS_EVERY == 0:
-                    on_progress(report.records_read, len(report.papers))
+                _count_read(report, on_progress)
             if item is None:
                 continue
-            if isinstance(item, NoAbstract):  # a BibTeX entry without abstract
-                report.without_abstract += 1
-                continue
             if isinstance(item, Paper) and item.paper_id in first_seen:
-                item = CorpusError(
-                    path, item.line or None,
-                    f"duplicate paper id {item.paper_id!r} (first at {first_seen[item.paper_id]})",
-                )
+                item = _read_before(path, item, first_seen[item.paper_id])
+                if item is None:
+                    report.count("duplicate")
+                    continue
             if isinstance(item, CorpusError):
                 if not skip_bad:
                     raise item
                 report.skipped.append(item)
                 continue
-            first_seen[item.paper_id] = item.source
+            first_seen[item.paper_id] = item
             report.papers.append(replace(item, source_path=resolved))
             if limit is not None and len(report.papers) >= limit:
                 break
     if on_progress:
         on_progress(report.records_read, len(report.papers))
-    if not report.records_read and not report.skipped and not report.without_abstract:
+    if not report.records_read and not report.skipped:
         raise CorpusError(", ".join(str(p) for p in paths), None, "no abstracts found")
     return report
 
+
+
+def _count_read(report: ReadReport, on_progress: Callable[[int, int], None] | None) -> None:
+    report.records_read += 1
+    if on_progress and report.records_read % PROGRESS_EVERY == 0:
+        on_progress(report.records_read, len(report.papers))
+
+
+def _read_before(path: Path, paper: Paper, first: Paper) -> CorpusError | None:
+    """A paper whose id was read before: the same paper again (None: counted, skipped), or an
+    error. A library lists one paper twice often (one DOI, two entries); a JSON Lines or CSV
+    file whose records share an id names two papers by one."""
+    if paper.content_hash == first.content_hash or (
+            paper.extra.get("source_format") == "bibtex" and
+            first.extra.get("source_format") == "bibtex"):
+        return None
+    return CorpusError(path, paper.line or None,
+                       f"duplicate paper id {paper.paper_id!r} (first at {first.source})")
+
+
+def _noting(admit: Admit, seen: dict[str, dict[str, int]]) -> Admit:
+    """`admit`, counting the values it is asked about: what a --where that keeps nothing
+    names to say what there was."""
+    def noted(venue: str, year: int | None, categories: list[str]) -> bool:
+        for name, values in (("venue", [venue]), ("year", [str(year or "")]),
+                             ("category", categories)):
+            counts = seen.setdefault(name, {})
+            for value in values:
+                if value:
+                    counts[value] = counts.get(value, 0) + 1
+        return admit(venue, year, categories)
+    return noted

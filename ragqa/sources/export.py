@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 from ragqa.sources.latex import latex_to_text
-from ragqa.sources.paper import Paper
+from ragqa.sources.paper import Paper, entry_id, identified_id, openreview_id
 from ragqa.sources.select import split_categories
 from ragqa.text import inert_markdown, web_url
 
@@ -77,7 +77,8 @@ def _suffix(i: int) -> str:
 
 # ---------------------------------------------------------------- BibTeX
 
-_PLAIN = frozenset(string.ascii_letters + string.digits + " .,;:!?'()/+=<>|@*`\"[]-")
+_PLAIN = frozenset(string.ascii_letters + string.digits + " .,;:!?'()/+=<>|@*\"[]-")
+_LIGATURE = re.compile(r"([-'])(?=\1)")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -87,7 +88,8 @@ def _latex_char(char: str) -> str:
     from pylatexenc.latexencode import unicode_to_latex
 
     # BibTeX counts every brace, escaped or not: a lone one is written as a command
-    encoded = {"{": "\\textbraceleft{}", "}": "\\textbraceright{}"}.get(char) or \
+    encoded = {"{": "\\textbraceleft{}", "}": "\\textbraceright{}",
+               "^": "\\textasciicircum{}", "`": "\\textasciigrave{}"}.get(char) or \
         unicode_to_latex(char, non_ascii_only=False, unknown_char_warning=False)
     return encoded if latex_to_text(f"x{encoded}x") == f"x{char}x" else char
 
@@ -95,7 +97,8 @@ def _latex_char(char: str) -> str:
 def _latex(text: str) -> str:
     """Plain text as a BibTeX value that reads back as the same text."""
     out = "".join(c if c in _PLAIN else _latex_char(c) for c in text)
-    return out.replace("--", "-{}-")  # LaTeX would read "--" as a dash
+    # LaTeX reads "--" as a dash and '' as a typographic quote: "{}" keeps each mark itself
+    return _LIGATURE.sub(r"\1{}", out)
 
 
 def _balanced(value: str) -> bool:
@@ -147,6 +150,17 @@ def entry_fields(paper: Paper) -> tuple[str, dict[str, str]]:
     return kind, fields
 
 
+def _with_own_id(paper: Paper, fields: dict[str, str]) -> dict[str, str]:
+    """The fields, with `ragqa_id` when the entry would read back under another id than the
+    paper's (a seeds abstract's hash, a JSON Lines record's own id): ragqa reads it first, other
+    tools ignore it."""
+    named = identified_id(arxiv=fields.get("eprint", ""), doi=fields.get("doi", ""),
+                          openreview=openreview_id(fields.get("url", "")) or "")
+    if (named or entry_id(paper.title, paper.text, paper.year)) != paper.paper_id:
+        fields["ragqa_id"] = _latex(paper.paper_id)
+    return fields
+
+
 def to_bibtex(papers: Iterable[Paper]) -> str:
     """A .bib of these papers (each once), written by bibtexparser so that it parses back."""
     import bibtexparser
@@ -158,6 +172,7 @@ def to_bibtex(papers: Iterable[Paper]) -> str:
     library = Library()
     for paper in unique:
         kind, fields = entry_fields(paper)
+        fields = _with_own_id(paper, fields)
         library.add(Entry(kind, keys[paper.paper_id],
                           [Field(name, value) for name, value in fields.items()]))
     return bibtexparser.write_string(library) if unique else ""

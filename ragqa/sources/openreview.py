@@ -5,7 +5,9 @@ a line): `id`, `forum`, `content.title.value`, `content.abstract.value`,
 API v1 notes (`content.title` a plain string) read the same way.
 
 The venue and year come from `venue` ("ICLR", 2024; the whole label is kept as `venue_label`),
-the link is the forum page.
+else from `venueid`, `domain` or the invitation (API v1: "ICLR.cc/2019/Conference/-/
+Blind_Submission"); the link is the forum page. A forum dump (`GET /notes?forum=`) holds the
+submission with its replies: reviews, decisions and comments are counted and skipped.
 """
 
 from __future__ import annotations
@@ -15,14 +17,33 @@ import re
 from collections.abc import Callable
 
 from ragqa.sources.latex import to_text
-from ragqa.sources.paper import MetaValue, Paper, derive_title, venue_from_header
+from ragqa.sources.paper import MetaValue, Paper, Tally, derive_title, venue_from_header
 
 _VENUE_ID = re.compile(r"^([A-Za-z][\w-]*?)(?:\.cc|\.org|\.io)?/(\d{4})\b")
 
 
 def is_note(record: dict) -> bool:
     content = record.get("content")
-    return isinstance(content, dict) and ("title" in content or "abstract" in content)
+    return isinstance(content, dict) and (
+        "title" in content or "abstract" in content or
+        (isinstance(record.get("forum"), str) and bool(record.get("invitation") or
+                                                       record.get("invitations"))))
+
+
+def is_reply(record: dict) -> bool:
+    """A review, decision or comment of a forum: it replies to another note."""
+    replyto = record.get("replyto")
+    return isinstance(replyto, str) and bool(replyto) and replyto != record.get("id")
+
+
+def _invitation(record: dict) -> str:
+    invitation = record.get("invitation")
+    if isinstance(invitation, str):
+        return invitation
+    invitations = record.get("invitations")
+    if isinstance(invitations, list) and invitations and isinstance(invitations[0], str):
+        return invitations[0]
+    return ""
 
 
 def _value(content: dict, name: str) -> object:
@@ -44,7 +65,8 @@ def _text(content: dict, name: str) -> str:
 def _venue_year(content: dict, record: dict) -> tuple[str, int | None, str]:
     label = _text(content, "venue")
     venue, year = venue_from_header(label) if label else ("", None)
-    match = _VENUE_ID.match(_text(content, "venueid"))
+    domain = record.get("domain") if isinstance(record.get("domain"), str) else ""
+    match = _VENUE_ID.match(_text(content, "venueid") or domain or _invitation(record))
     if match:
         venue = venue if year else match.group(1)
         year = year or int(match.group(2))
@@ -62,7 +84,9 @@ def _venue_year(content: dict, record: dict) -> tuple[str, int | None, str]:
 
 def paper_from_note(record: dict, source: str, line: int,
                     admit: Callable[[str, int | None, list[str]], bool] | None = None
-                    ) -> Paper | None:
+                    ) -> Paper | Tally | None:
+    if is_reply(record):
+        return Tally("reply", line)
     content = record["content"]
     note_id = record.get("id")
     if not isinstance(note_id, str) or not note_id.strip() or \

@@ -33,6 +33,9 @@ class Paper:
     # The file's resolved path: which file a paper came from, where `source` only names it
     # (two folders may each hold a "corpus.jsonl.gz"). Internal: not in the JSON output.
     source_path: str = ""
+    # Ids an earlier version of ragqa gave this paper: a collection that holds it under one of
+    # them keeps that id (index/ingest.py `keep_stored_ids`). Internal, like source_path.
+    former_ids: tuple[str, ...] = ()
 
     @functools.cached_property  # asked once per chunk: recomputed, a 10 MB paper was quadratic
     def content_hash(self) -> str:
@@ -50,6 +53,40 @@ class Paper:
         return [u for u in str(raw).split() if u]
 
 
+class Tally:
+    """A record read and counted, not an error: an entry that is no paper (skipped), or a quirk
+    real libraries are full of that ragqa read through. `kind` is one of TALLIES."""
+
+    def __init__(self, kind: str, line: int = 0, key: str = "") -> None:
+        assert kind in TALLIES, kind
+        self.kind, self.line, self.key = kind, line, key
+
+
+# kind -> (how the summary names it, whether the record is kept as a paper)
+TALLIES: dict[str, tuple[str, bool]] = {
+    "without_abstract": ("without an abstract", False),
+    "placeholder_abstract": ("with a placeholder abstract (\"Not Available\")", False),
+    "duplicate": ("of a paper read before", False),
+    "reply": ("OpenReview replies (reviews, decisions, comments)", False),
+    "empty_key": ("with an empty key", True),
+    "duplicate_key": ("with a key another entry has too", True),
+    "repeated_field": ("with a repeated field (its first value read)", True),
+}
+
+
+def tally_summary(tallies: dict[str, int]) -> str:
+    """One line for a read's tallies: "Skipped 40 entries without an abstract, 3 of a paper
+    read before; read through 37 entries with an empty key"."""
+    def part(kept: bool) -> str:
+        items = [f"{tallies[k]} {'entries ' if i == 0 and k != 'reply' else ''}{TALLIES[k][0]}"
+                 for i, k in enumerate(k for k in TALLIES if tallies.get(k) and
+                                       TALLIES[k][1] == kept)]
+        return ", ".join(items)
+    parts = [f"{verb} {text}" for verb, text in (("skipped", part(False)),
+                                                  ("read through", part(True))) if text]
+    return "; ".join(parts)[:1].upper() + "; ".join(parts)[1:]
+
+
 # ---------------------------------------------------------------- ids and text normalisation
 
 def normalise_text(text: str) -> str:
@@ -64,6 +101,49 @@ def text_id(text: str) -> str:
     (bench/lists/seeds.qrels.tsv, tests/fixtures/seed_lists.json) stay valid; only the stored
     text of a paper with marks changes, and its content hash re-embeds it once, in place."""
     return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()[:16]
+
+
+# An arXiv id, new style (2301.00001) or old (hep-th/9901001, math.GT/0309136), version dropped.
+_ARXIV_ID = re.compile(r"^(?:arxiv:\s*)?(\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?$",
+                       re.IGNORECASE)
+_ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
+_DOI = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?(10\.\d{4,9}/\S+)$", re.IGNORECASE)
+_OPENREVIEW_URL = re.compile(r"openreview\.net/(?:forum|pdf)\?id=([\w-]+)")
+
+
+def arxiv_id(value: str) -> str | None:
+    """"arXiv:2301.00001v2" -> "2301.00001"; None for what is no arXiv id."""
+    match = _ARXIV_ID.match(value.strip())
+    return match.group(1) if match else None
+
+
+def doi_of(value: str) -> str | None:
+    """A DOI as written anywhere ("https://doi.org/10.1/X", "doi:10.1/x") -> "10.1/x" (DOIs are
+    case-insensitive); None for what is none."""
+    match = _DOI.match("".join(value.split()))
+    return match.group(1).lower().rstrip(".") if match else None
+
+
+def openreview_id(url: str) -> str | None:
+    match = _OPENREVIEW_URL.search(url)
+    return match.group(1) if match else None
+
+
+def identified_id(*, arxiv: str = "", doi: str = "", openreview: str = "") -> str | None:
+    """The id a paper's source says identifies it: its arXiv id (also from an arXiv DOI, so the
+    arXiv snapshot's record and a library's entry of one paper are one paper), its OpenReview id,
+    its DOI; None when it names none."""
+    found = arxiv_id(arxiv) if arxiv else None
+    doi = doi_of(doi) if doi else None
+    if not found and doi and _ARXIV_DOI.match(doi):
+        found = arxiv_id(_ARXIV_DOI.match(doi).group(1))
+    return found or (openreview.strip() or None) or doi
+
+
+def entry_id(title: str, text: str, year: int | None) -> str:
+    """The id of an entry that names no identifier: its title, text and year hashed, so that
+    book chapters sharing the book's blurb are different papers."""
+    return text_id(f"{title}\n{text}\n{year or ''}")
 
 
 _URL = re.compile(r"https?://[^\s<>()\[\]{}\"']+")

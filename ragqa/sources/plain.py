@@ -24,6 +24,7 @@ from ragqa.sources.openreview import is_note, paper_from_note
 from ragqa.sources.paper import (
     MetaValue,
     Paper,
+    Tally,
     derive_title,
     extract_urls,
     strip_marks,
@@ -255,7 +256,7 @@ def _no_constant(name: str) -> None:
 
 
 def record_to_paper(record: dict, source: str, line: int, admit: Admit | None = None
-                    ) -> Paper | None:
+                    ) -> Paper | Tally | None:
     """A JSON record of any known shape -> Paper (None: read, and `admit` turned it down).
     arXiv snapshot lines have `authors_parsed`/`versions`, OpenReview notes a `content` of
     fields; anything else uses ragqa's own field names."""
@@ -287,7 +288,7 @@ def _json_record(path: Path, line_number: int, line: str) -> dict | CorpusError:
 
 
 def _records_to_papers(path: Path, records: Iterator[tuple[int, dict | CorpusError]],
-                       admit: Admit | None) -> Iterator[Paper | CorpusError | None]:
+                       admit: Admit | None) -> Iterator[Paper | CorpusError | Tally | None]:
     for position, (line_number, record) in enumerate(records, start=1):
         if isinstance(record, CorpusError):
             yield record
@@ -301,7 +302,8 @@ def _records_to_papers(path: Path, records: Iterator[tuple[int, dict | CorpusErr
 _NOTES_KEY = re.compile(r'"notes"\s*:\s*\[')
 
 
-def read_jsonl(path: Path, admit: Admit | None = None) -> Iterator[Paper | CorpusError | None]:
+def read_jsonl(path: Path, admit: Admit | None = None
+               ) -> Iterator[Paper | CorpusError | Tally | None]:
     """JSON Lines, streamed; or, in a .json file, one JSON array (an OpenReview export) or an
     OpenReview API response (`{"notes": [...]}`), read whole."""
     lines = _stream_lines(path)
