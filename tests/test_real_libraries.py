@@ -269,3 +269,37 @@ def test_a_where_that_keeps_nothing_says_what_there_was(ragqa):
     assert result.exit_code == 2 and "they have venue:" in message and "year:" in message
     assert _json(ragqa("ingest", str(CHAPTERS), "-c", "w", "--where", "year>=1900", "--quiet",
                        "--json"))["added"] == 19
+
+
+# ================================================================ 8. small and non-ML collections
+
+def _arxiv_slice(tmp_path: Path, name: str, keep) -> Path:
+    path = tmp_path / f"{name}.jsonl"
+    with gzip.open(ARXIV, "rt") as lines:
+        path.write_text("".join(line for i, line in enumerate(lines) if keep(i, line)))
+    return path
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Which papers reduce SAT to 2-SAT?", ["0704.0108"]),
+    ("Which papers use honeypots to study attacks?", ["0704.0858"]),
+    ("Which papers recognise text written in the air?", ["1604.08245"]),  # silenced before
+    ("Which papers study protein folding?", []),
+])
+def test_in_five_papers_the_one_that_states_the_topic_is_listed(ragqa, tmp_path, question,
+                                                                 expected):
+    ids = ('"0704.0108"', '"0704.0492"', '"0704.0858"', '"0704.0098"', '"1604.08245"')
+    five = _arxiv_slice(tmp_path, "five", lambda _, line: any(f'"id": {i}' in line
+                                                             for i in ids))
+    _json(ragqa("ingest", str(five), "-c", "five", "--quiet", "--json"))
+    found = _json(ragqa("search", question, "-c", "five", "--json"))["results"]
+    assert [r["paper_id"] for r in found] == expected
+
+
+def test_in_physics_abstracts_a_physics_topic_lists_its_paper_not_a_dozen(ragqa, tmp_path):
+    physics = _arxiv_slice(tmp_path, "physics", lambda i, _: i < 200)  # 200 real records
+    _json(ragqa("ingest", str(physics), "-c", "physics", "--quiet", "--json"))
+    found = [r["paper_id"] for r in _json(ragqa(
+        "search", "Which papers measure diphoton production?", "-c", "physics",
+        "--json"))["results"]]
+    assert found[:1] == ["0704.0001"] and len(found) <= 3  # 13 papers before

@@ -92,6 +92,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--split", default="report", choices=["report", "calibrate", "all"])
     parser.add_argument("--reference-papers", type=int, default=None)
+    parser.add_argument("--each", action="store_true", help="print every question's figures")
     args = parser.parse_args()
     if args.check:
         return check(args.data)
@@ -120,6 +121,9 @@ def main() -> int:
             listed = [h.paper.paper_id for h in retrievers[collection].search(
                 question.text, sentences=False).hits]
             rows.append(question_scores(listed, question))
+            if args.each:
+                print(question.qid, question.kind, len(question.relevant), rows[-1],
+                      file=sys.stderr)
         figures = summarise(rows)
         figures["f1"] = f1(figures)
         figures["success"] = round(success(rows), 3)

@@ -82,6 +82,8 @@ class RelevanceModel:
             return 0.0
         if not self.gate_weights:
             return 1.0
+        if len(hits) < SMALL_POOL:  # every paper of the collection is a candidate
+            return float(max(h.signals["z"] for h in hits) >= SMALL_GATE_Z)
         strongest = question_signals(hits, self.GATE_FEATURES)
         return float(_logistic(strongest @ np.asarray(self.gate_weights) + self.gate_bias))
 
@@ -100,6 +102,12 @@ class RelevanceModel:
 
 # The topic gate reads the mean of each signal's top GATE_TOP values (question_signals).
 GATE_TOP = 3
+# A collection of fewer papers than SMALL_POOL holds no three papers of most topics: its gate
+# is the best paper's z alone (the gate's signals, read from a core of one or two papers, tell
+# nothing there). SMALL_GATE_Z: the middle of the plateau of `bench/lists/small.py --split
+# calibrate` (the tiny collections' success 0.833 for 1.5-2.25, 0.778 at 1.0 and at 2.5).
+SMALL_POOL = 20
+SMALL_GATE_Z = 2.0
 
 
 def question_signals(hits: Sequence[Hit], features: Sequence[str]) -> np.ndarray:

@@ -28,6 +28,12 @@ REFERENCE_DIR = DATA_DIR
 # A collection of this many papers counts half, the reference half, in the list decision's
 # background (Background.z).
 REFERENCE_PAPERS = 200
+# The reference is of ML abstracts: it stands in for a small collection's background only as
+# far as the collection is of its field, measured by the cosine of the collection's centre and
+# the reference's (bench/lists/small.py: 0.77-0.94 for ML collections of 5 to 1,031 papers,
+# 0.07-0.19 for biomedical ones of 5 to 150). Below FIELD_FIT_LOW the reference counts for
+# nothing, above FIELD_FIT_HIGH fully, linearly between.
+FIELD_FIT_LOW, FIELD_FIT_HIGH = 0.3, 0.7
 # A question that names a system ("What does CEITNet propose?", "How fast is EGG?") asks about
 # the papers that name it, however far the rest of its wording is from theirs: a name-like word
 # (two capitals, or letters with digits or a Greek letter: CEITNet, EGG, GPT-5, τ-Voice) that at
@@ -76,16 +82,36 @@ class Background:
         collection's own, shrunk towards the shipped reference of ML abstracts as the collection
         gets small: in 29 papers of which ten are on audio, an audio paper is typical of the
         collection but not of ML papers, and the decision should mean the same at 29 papers as
-        at 30,000. Embedders without a reference use the collection's background alone."""
+        at 30,000. Only as far as the collection is of the reference's field (field_fit): 150
+        biomedical abstracts measured against ML ones all stand out. Embedders without a
+        reference use the collection's background alone."""
         centre, spread = background_of(self.sample, queries)
         reference = reference_background(self.embedder_id)
         if reference is not None:
             mean, covariance = reference
             weight = self.papers / (self.papers + REFERENCE_PAPERS)
+            fit = field_fit(self.sample, mean)
             quadratic = np.einsum("ij,jk,ik->i", queries, covariance, queries)
-            centre = weight * centre + (1 - weight) * (queries @ mean)
-            spread = weight * spread + (1 - weight) * np.sqrt(np.maximum(quadratic, 0.0))
+            # The part of the prior the reference cannot stand for: the plain cosine scale
+            # (background_of with no papers).
+            plain_centre, plain_spread = background_of(None, queries)
+            prior_centre = fit * (queries @ mean) + (1 - fit) * plain_centre
+            prior_spread = fit * np.sqrt(np.maximum(quadratic, 0.0)) + (1 - fit) * plain_spread
+            centre = weight * centre + (1 - weight) * prior_centre
+            spread = weight * spread + (1 - weight) * prior_spread
         return (similarity - centre) / np.maximum(spread, 0.02)
+
+
+def field_fit(sample: np.ndarray | None, reference_mean: np.ndarray) -> float:
+    """How far a collection is of the reference's field (1: fully, 0: not at all): the cosine
+    of its vectors' centre and the reference's, between FIELD_FIT_LOW and FIELD_FIT_HIGH. A
+    collection without vectors yet counts as of the field (the reference as before)."""
+    if sample is None or not len(sample):
+        return 1.0
+    centre = sample.mean(axis=0)
+    norms = float(np.linalg.norm(centre) * np.linalg.norm(reference_mean)) or 1.0
+    cosine = float(centre @ reference_mean) / norms
+    return float(np.clip((cosine - FIELD_FIT_LOW) / (FIELD_FIT_HIGH - FIELD_FIT_LOW), 0, 1))
 
 
 def leave_one_out(vectors: np.ndarray) -> np.ndarray:
