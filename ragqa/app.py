@@ -38,9 +38,9 @@ from ragqa.answering.chat import (
 )
 from ragqa.answering.chat import list_sessions as chat_sessions
 from ragqa.config import Settings, load_settings
-from ragqa.errors import NotFound, StoreError, UserError
+from ragqa.errors import LockTimeout, NotFound, StoreError, UserError
 from ragqa.index import lexical
-from ragqa.index.follow import follow
+from ragqa.index.follow import collection_lock, follow
 from ragqa.index.ingest import (
     PHASES,
     REBUILD_SUFFIX,
@@ -150,9 +150,12 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
     finish_interrupted_rebuild(store)
     if not store.exists() or store.count() == 0:
         if name != SEEDED_COLLECTION or (local_dir(settings, name) / INGEST_TRIED).exists():
-            raise UserError(f"collection {name!r} holds no papers: add them with `ragqa ingest "
-                            f"FILE... -c {name}` (the bundled seeds: `ragqa ingest --seeds -c "
-                            f"{name}`)")
+            _wait_for_an_ingest(settings, store, quiet)
+            if not store.exists() or store.count() == 0:
+                raise UserError(f"collection {name!r} holds no papers: add them with `ragqa "
+                                f"ingest FILE... -c {name}` (the bundled seeds: `ragqa ingest "
+                                f"--seeds -c {name}`)")
+            return Retriever(store)
         if not quiet:
             sys.stderr.write(f"ragqa: collection {name!r} is empty; ingesting the bundled "
                              "ICML 2026 seeds (29 abstracts) first\n")
@@ -169,6 +172,24 @@ def open_for_query(settings: Settings, name: str, quiet: bool = False,
                              "bundled seeds, 29 abstracts) for a question in another language\n")
         ingest_paths(store, seed_files(), multilingual=multilingual_encoder(settings, True))
     return Retriever(store)
+
+
+def _wait_for_an_ingest(settings: Settings, store: Store, quiet: bool) -> None:
+    """A collection that looks empty while an ingest on this machine fills it for the first
+    time: wait for that ingest (it holds the collection lock), then read what it wrote."""
+    folder = local_dir(settings, store.name)
+    if not folder.is_dir():
+        return
+    try:
+        with collection_lock(folder, 0):
+            return  # no ingest under way
+    except LockTimeout:
+        pass
+    if not quiet:
+        sys.stderr.write(f"ragqa: collection {store.name!r} is empty; waiting for the ingest "
+                         "into it to finish\n")
+    with collection_lock(folder, settings.lock_timeout):
+        store.reopen()
 
 
 def holds_only_the_seeds(retriever: Retriever) -> bool:

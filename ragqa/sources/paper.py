@@ -78,13 +78,16 @@ def tally_summary(tallies: dict[str, int]) -> str:
     """One line for a read's tallies: "Skipped 40 entries without an abstract, 3 of a paper
     read before; read through 37 entries with an empty key"."""
     def part(kept: bool) -> str:
-        items = [f"{tallies[k]} {'entries ' if i == 0 and k != 'reply' else ''}{TALLIES[k][0]}"
-                 for i, k in enumerate(k for k in TALLIES if tallies.get(k) and
-                                       TALLIES[k][1] == kept)]
-        return ", ".join(items)
+        kinds = [k for k in TALLIES if tallies.get(k) and TALLIES[k][1] == kept]
+        return ", ".join(f"{tallies[k]} {_noun(tallies[k]) if i == 0 and k != 'reply' else ''}"
+                         f"{TALLIES[k][0]}" for i, k in enumerate(kinds))
     parts = [f"{verb} {text}" for verb, text in (("skipped", part(False)),
                                                   ("read through", part(True))) if text]
     return "; ".join(parts)[:1].upper() + "; ".join(parts)[1:]
+
+
+def _noun(count: int) -> str:
+    return "entry " if count == 1 else "entries "
 
 
 # ---------------------------------------------------------------- ids and text normalisation
