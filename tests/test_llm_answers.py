@@ -51,6 +51,19 @@ def test_an_uncited_claim_is_repaired_or_listed_as_unsupported(seeded, llm_serve
     assert "(uncited)" in text and "1 uncited sentence(s) given the citation" in text
 
 
+@pytest.mark.server
+def test_a_figure_that_no_cited_abstract_states_is_flagged(seeded, llm_server):
+    llm_server.reply = _cites("τ-Voice", (
+        "τ-Voice evaluates full-duplex voice agents on 312 tasks [{n}]. "
+        "It covers 278 tasks in all [{n}]."))
+    answer = _ask(seeded, FACT, **_llm_env(llm_server))
+    flagged = [u for u in answer["unsupported"] if u.get("numbers")]
+    assert [u["numbers"] for u in flagged] == [["312"]]  # the abstract says 278
+    assert flagged[0]["sentence"].startswith("τ-Voice evaluates") and flagged[0]["citations"]
+    text = " ".join(seeded("ask", FACT, **_llm_env(llm_server)).stdout.split())
+    assert "(figures no cited abstract states: 312)" in text
+
+
 # ---------------------------------------------------------------- degenerate answers
 
 @pytest.mark.server

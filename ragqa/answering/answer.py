@@ -314,11 +314,35 @@ def score_support(checked: CheckedText, hits_by_id: dict[str, Hit], encoder: Enc
             i = int(np.argmax(sims))
             support = max(support, float(sims[i]))
             best_quote.setdefault(n, sentences[i])  # the quote backs the first use
-        if support < threshold:
-            checked.unsupported.append({"sentence": claim, "citations": cited_numbers(claim),
-                                        "support": round(support, 3)})
+        cited = [evidence.by_id[by_n[n].paper_id].paper for n in cited_numbers(claim)
+                 if n in by_n and by_n[n].paper_id in evidence.by_id]
+        missing = unheld_numbers(CITATION.sub("", claim), [f"{p.title} {p.text}" for p in cited])
+        if support < threshold or missing:
+            entry = {"sentence": claim, "citations": cited_numbers(claim),
+                     "support": round(support, 3)}
+            if missing:  # a figure no cited abstract states: made up, or from another paper
+                entry["numbers"] = missing
+            checked.unsupported.append(entry)
     for n, quote in best_quote.items():
         by_n[n].quote = quote
+
+
+# A figure as written in text: "56.4", "10,000", "5" of "5-27×"; a list's "1." or "(2)" that
+# opens a sentence is numbering, not a figure.
+_FIGURE = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\d])")
+_NUMBERING = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\d{1,2}\s*[-–:])\s+")
+
+
+def figures(text: str) -> list[str]:
+    """The figures a text states, thousands separators dropped ("10,000" -> "10000")."""
+    return [f.replace(",", "") for f in _FIGURE.findall(_NUMBERING.sub("", text))]
+
+
+def unheld_numbers(claim: str, sources: Sequence[str]) -> list[str]:
+    """The figures a claim states that none of its sources states (in any form: "1.8×" and
+    "1.8 times" hold the same figure). A claim without sources holds none of its figures."""
+    held = {f for source in sources for f in figures(source)}
+    return sorted({f for f in figures(claim) if f not in held}, key=figures(claim).index)
 
 
 @dataclass
@@ -403,7 +427,8 @@ class Answer:
                 "references": message("label.references", self.language),
                 "closest": message("label.closest_short", self.language),
                 "unsupported": message("label.weak", self.language,
-                                       count=len(self.unsupported))}
+                                       count=len(self.unsupported)),
+                "figures": message("label.figures", self.language)}
 
     def as_json(self) -> dict:
         """The `ask --json` schema (README)."""

@@ -59,6 +59,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.unsupported": "Not supported by the abstracts (cited ones: by the abstracts they "
                              "cite):",
         "label.uncited": "(uncited)",
+        "label.figures": "figures no cited abstract states",
         "label.repaired": "{count} uncited sentence(s) given the citation of the abstract "
                           "sentence that supports them.",
         "label.dropped": "{count} citation(s) of sources that were not retrieved were removed.",
@@ -137,6 +138,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.searched_for": "实际检索：{query}",
         "label.unsupported": "摘要不支持的句子（有引用的句子按其引用的摘要核对）：",
         "label.uncited": "（无引用）",
+        "label.figures": "所引摘要中没有的数字",
         "label.repaired": "已为 {count} 个未标注引用的句子补上引用（引自支持它们的摘要句）。",
         "label.dropped": "已删除 {count} 处引用：它们指向未检索到的来源。",
         "label.references": "参考文献",

@@ -190,8 +190,11 @@ class Renderer:
         if answer.unsupported:
             self.console.print(f"\n[yellow]{escape(message('label.unsupported', language))}[/]")
             uncited_label = escape(message("label.uncited", language))
+            figures_label = escape(message("label.figures", language))
             for item in answer.unsupported:
                 uncited = "" if item["citations"] else f" [dim]{uncited_label}[/]"
+                if item.get("numbers"):
+                    uncited += f" [dim]({figures_label}: {markup(', '.join(item['numbers']))})[/]"
                 self.console.print(f"  [yellow]⚠[/] {markup(item['sentence'])}{uncited}")
         if answer.repaired:
             repaired = message("label.repaired", language, count=len(answer.repaired))

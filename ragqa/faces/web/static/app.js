@@ -328,7 +328,12 @@ function renderAnswer(turn, answer) {
       `⚠ ${answer.unsupported.length} sentence(s) are only weakly supported by the papers they cite.`));
     // Each one named, as the terminal does: a sentence whose citation was dropped included.
     const list = el("ul", { class: "unsupported" });
-    for (const item of answer.unsupported) list.append(el("li", {}, `⚠ ${item.sentence}`));
+    for (const item of answer.unsupported) {
+      const figures = item.numbers && item.numbers.length
+        ? ` (${labels.figures || "figures no cited abstract states"}: ${item.numbers.join(", ")})`
+        : "";
+      list.append(el("li", {}, `⚠ ${item.sentence}${figures}`));
+    }
     body.append(list);
   }
   if (answer.citations.length) {

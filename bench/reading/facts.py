@@ -1,0 +1,94 @@
+"""Fact questions nobody tuned on (issue 30): does the offline answer cite the right paper first
+and quote the sentence that holds the answer?
+
+The sets `bench/reading/facts_nips2018.jsonl` and `facts_acl2022.jsonl` were written by helpers
+who read the abstracts and never saw ragqa's output (FACTS_NIPS2018.md, FACTS_ACL2022.md); each
+question's `split` ("dev" or "heldout") was fixed as it was written. Develop on `dev`; measure
+`heldout` only to report.
+
+    python bench/reading/facts.py --home DIR --split dev [--sets nips2018,acl2022] [--cases]
+
+DIR is a RAGQA_HOME; the slices are ingested into collections named after them once (a home
+bench/lists/eval.py built serves too). Reports per set and overall:
+- paper: the first citation is the question's paper;
+- sentence: ... and its quote is one of the marked answer sentences (or holds one, or lies
+  within one: ragqa's sentence splitter and the writer's may cut differently);
+- phrase: ... and its quote holds the answer phrase (the figure, the dataset, the clause).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import unicodedata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parent / "lists"))
+sys.path.insert(0, str(HERE))
+
+from eval import DEFAULT_DATA, cli  # noqa: E402  (bench/reading/eval.py)
+
+
+def folded(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def quotes_answer(quote: str, sentences: list[str]) -> bool:
+    quote = folded(quote)
+    return bool(quote) and any(folded(s) in quote or quote in folded(s) for s in sentences)
+
+
+def slice_path(home: Path, data: Path, name: str) -> Path:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lists_eval", HERE.parent / "lists" / "eval.py")
+    lists = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lists)
+    return lists.slice_file(home, data, name)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
+    parser.add_argument("--sets", default="nips2018,acl2022")
+    parser.add_argument("--cases", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    run = cli(args.home)
+    report: dict = {"split": args.split, "sets": {}}
+    totals = {"paper": [], "sentence": [], "phrase": []}
+    for name in args.sets.split(","):
+        facts = [json.loads(line) for line in (HERE / f"facts_{name}.jsonl").open()]
+        facts = [f for f in facts if args.split == "all" or f["split"] == args.split]
+        run("ingest", str(slice_path(args.home, args.data, name)), "--quiet", collection=name)
+        scores = {"paper": [], "sentence": [], "phrase": []}
+        for fact in facts:
+            answer = run("ask", fact["question"], collection=name)[0]
+            first = answer["citations"][0] if answer["citations"] else {}
+            paper = first.get("paper_id") == fact["paper_id"]
+            quote = first.get("quote", "")
+            sentence = paper and quotes_answer(quote, fact["answer_sentences"])
+            phrase = paper and folded(fact["phrase"]) in folded(quote)
+            for key, ok in (("paper", paper), ("sentence", sentence), ("phrase", phrase)):
+                scores[key].append(float(ok))
+                totals[key].append(float(ok))
+            if args.cases:
+                print(json.dumps({"id": fact["id"], "kind": fact["kind"], "paper": paper,
+                                  "sentence": sentence, "question": fact["question"],
+                                  "quote": quote, "answer": fact["answer_sentences"][0]},
+                                 ensure_ascii=False), file=sys.stderr)
+        report["sets"][name] = {k: round(sum(v) / len(v), 3) for k, v in scores.items()} | {
+            "questions": len(facts)}
+    report["all"] = {k: round(sum(v) / len(v), 3) for k, v in totals.items() if v} | {
+        "questions": len(totals["paper"])}
+    print(json.dumps(report, indent=None if args.json else 1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
