@@ -26,14 +26,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
-sys.path.insert(0, str(HERE.parent / "lists"))
 sys.path.insert(0, str(HERE))
 
 from eval import DEFAULT_DATA, cli  # noqa: E402  (bench/reading/eval.py)
 
 
 def folded(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+    """Text as ragqa stores it (LaTeX and Markdown read: the writers copied the raw abstract,
+    "$2.11\\%$"), folded."""
+    from ragqa.sources.latex import to_text
+
+    return " ".join(unicodedata.normalize("NFKC", to_text(text)).lower().split())
 
 
 def quotes_answer(quote: str, sentences: list[str]) -> bool:
@@ -46,6 +49,7 @@ def slice_path(home: Path, data: Path, name: str) -> Path:
 
     spec = importlib.util.spec_from_file_location("lists_eval", HERE.parent / "lists" / "eval.py")
     lists = importlib.util.module_from_spec(spec)
+    sys.modules["lists_eval"] = lists  # its dataclasses look their module up
     spec.loader.exec_module(lists)
     return lists.slice_file(home, data, name)
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
+from ragqa.answering.facts import answer_span, fact_scores, sentence_signals
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
@@ -62,11 +63,15 @@ _SHARE_MEASURES = frozenset({"percentag", "share", "fraction", "proport"})
 # "Which of them …", "Which ones …": a follow-up that selects among the papers.
 _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)|中[，,]?\s*哪(?:些|篇)",
                         re.IGNORECASE)
-# A fact answer: the cross-encoder reads this many sentences (the best by word overlap of the
-# top three papers), and quotes the best and any within NEAR_BEST of it (logits);
-# LEXICAL_WEIGHT mixes in the word-overlap score (bench/sentence_choice.py).
+# A fact answer: the cross-encoder reads this many sentences of the top three papers (the best
+# by facts.sentence_signals and word overlap), and quotes the best and any within NEAR_BEST of
+# it (facts.fact_scores units). The relevance ranking's first paper is preferred by PAPER_PRIOR
+# over another paper's sentence that reads as well.
 READ_SENTENCES = 12
 NEAR_BEST = 1.0
+PAPER_PRIOR = 1.0
+# The mix before facts.py (the cross-encoder's logit plus this times the word overlap), which
+# bench/sentence_choice.py and bench/reading/fit_facts.py compare with.
 LEXICAL_WEIGHT = 2.0
 # An answer that cites nothing shows this many closest papers apart, uncited.
 CLOSEST_MATCHES = 3
@@ -150,6 +155,8 @@ class Citation:
     title: str
     source: str
     quote: str = ""
+    # In a fact answer, where in `quote` the asked-for figure or phrase is: [start, end).
+    answer_span: list[int] | None = None
 
 
 @dataclass
@@ -329,13 +336,13 @@ def score_support(checked: CheckedText, hits_by_id: dict[str, Hit], encoder: Enc
 
 # A figure as written in text: "56.4", "10,000", "5" of "5-27×"; a list's "1." or "(2)" that
 # opens a sentence is numbering, not a figure.
-_FIGURE = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\d])")
+_STATED_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\d])")
 _NUMBERING = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\d{1,2}\s*[-–:])\s+")
 
 
 def figures(text: str) -> list[str]:
     """The figures a text states, thousands separators dropped ("10,000" -> "10000")."""
-    return [f.replace(",", "") for f in _FIGURE.findall(_NUMBERING.sub("", text))]
+    return [f.replace(",", "") for f in _STATED_NUMBER.findall(_NUMBERING.sub("", text))]
 
 
 def unheld_numbers(claim: str, sources: Sequence[str]) -> list[str]:
@@ -475,27 +482,34 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         joiner = "\n"
     else:
         quoted = [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
-        header, line, joiner = "", "> {sentence} [{n}]", "\n\n"
+        citations = []
+        lines = quote_lines(quoted, "> {sentence} [{n}]", citations, question=query)
+        return CheckedText("\n\n".join(lines), citations, 0)
     citations: list[Citation] = []
     lines = quote_lines(quoted, line, citations)
     return CheckedText(header + joiner.join(lines), citations, 0)
 
 
-def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Citation]
-                ) -> list[str]:
+def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Citation],
+                question: str | None = None) -> list[str]:
     """Each (hit, sentence) formatted by `line` ({title}, {sentence}, {n}), citing its paper:
-    a paper not in `citations` yet is added to it with the next number."""
+    a paper not in `citations` yet is added to it with the next number. Given the fact
+    `question`, the figure or phrase of each sentence that answers it is in bold and its place
+    is the citation's `answer_span`."""
     numbers = {c.paper_id: c.n for c in citations}
     lines = []
     for hit, raw in quoted:
         sentence = strip_marks(raw)  # "$2.13\times$" is quoted as "2.13×"
+        span = answer_span(question, sentence) if question else None
         paper = hit.paper
         if paper.paper_id not in numbers:
             numbers[paper.paper_id] = len(citations) + 1
             citations.append(Citation(numbers[paper.paper_id], paper.paper_id, paper.title,
-                                      paper.source, quote=sentence))
-        lines.append(line.format(title=paper.title, sentence=sentence,
-                                 n=numbers[paper.paper_id]))
+                                      paper.source, quote=sentence,
+                                      answer_span=list(span) if span else None))
+        shown = sentence if not span else \
+            f"{sentence[:span[0]]}**{sentence[span[0]:span[1]]}**{sentence[span[1]:]}"
+        lines.append(line.format(title=paper.title, sentence=shown, n=numbers[paper.paper_id]))
     return lines
 
 
@@ -552,52 +566,45 @@ def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarr
 
 
 def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
-    """The sentences most likely to hold the asked-for fact, best first: the best by word
-    overlap (lexical_sentence_scores) of the top papers, read again by the cross-encoder; for
-    a quantity, only sentences that hold a figure, where any do."""
-    candidates: list[tuple[float, int, str]] = []
+    """The sentences most likely to hold the asked-for fact, best first, from the top papers:
+    each sentence scored by what the question asks for and the cross-encoder's reading
+    (facts.py), the READ_SENTENCES best by word overlap and those signals read by it."""
     # A question that names a system ("What does CEITNet propose?") is about the papers that
     # name it, which the relevance cut puts first.
     named = sum(h.named for h in hits[:3])
+    candidates: list[tuple[float, int, str, np.ndarray]] = []
     for n, hit in enumerate(hits[:named or 3], start=1):
         sentences = split_sentences(hit.paper.text)
-        for score, sentence in zip(lexical_sentence_scores(question, sentences), sentences,
-                                   strict=True):
-            candidates.append((score + 0.05 / n, n, sentence))
+        if not sentences:
+            continue
+        signals = sentence_signals(question, sentences, hit.paper.text)
+        overlap = lexical_sentence_scores(question, sentences)
+        for i, sentence in enumerate(sentences):
+            prior = fact_scores(signals[i:i + 1], np.zeros(1))[0] + overlap[i] + 0.05 / n
+            candidates.append((prior, n, sentence, signals[i]))
     candidates.sort(key=lambda t: -t[0])
-    quantity = _QUANTITY.search(question)
-    if quantity:  # a figure is asked for: only a sentence with one holds it
-        candidates = [c for c in candidates if _FIGURE.search(strip_marks(c[2]))] or candidates
-        if _measure_asked(question) & _SHARE_MEASURES:  # a share: only a percentage holds it
-            candidates = [c for c in candidates if "%" in strip_marks(c[2])] or candidates
     candidates = candidates[:READ_SENTENCES]
     if not candidates:
         return []
-    read = choose_sentences(question, [s for _, _, s in candidates],
-                            np.array([score for score, _, _ in candidates]))
+    read = fact_scores(np.array([c[3] for c in candidates]), cross_encoder().score(
+        question, [strip_marks(c[2]) for c in candidates]))
+    read += np.array([PAPER_PRIOR * (c[1] == 1) for c in candidates])
     best = read.max()
     order = np.argsort(-read)[:most]
     return [(candidates[i][1], candidates[i][2]) for i in order if read[i] >= best - NEAR_BEST]
 
 
 def _best_read_sentence(question: str, text: str) -> str:
-    """The sentence of one abstract that best answers the question, as the cross-encoder reads
-    the READ_SENTENCES that share most words with it."""
+    """The sentence of one abstract that best answers the question (facts.py, read by the
+    cross-encoder): the READ_SENTENCES best by its signals and word overlap."""
     sentences = split_sentences(text) or [text]
-    overlap = lexical_sentence_scores(question, sentences)
-    top = np.argsort(-overlap)[:READ_SENTENCES]
-    read = choose_sentences(question, [sentences[i] for i in top], overlap[top])
+    signals = sentence_signals(question, sentences, text)
+    prior = fact_scores(signals, np.zeros(len(sentences))) + \
+        lexical_sentence_scores(question, sentences)
+    top = np.argsort(-prior)[:READ_SENTENCES]
+    read = fact_scores(signals[top], cross_encoder().score(
+        question, [strip_marks(sentences[i]) for i in top]))
     return sentences[top[int(np.argmax(read))]]
-
-
-def choose_sentences(question: str, sentences: Sequence[str], lexical_scores: np.ndarray
-                     ) -> np.ndarray:
-    """How well each sentence answers the question: the cross-encoder's logit plus
-    LEXICAL_WEIGHT times the word-overlap score (bench/sentence_choice.py chose the mix)."""
-
-    # It reads text, not markup: "**D**ual-**V**iew" is "Dual-View".
-    return cross_encoder().score(question, [strip_marks(s) for s in sentences]) \
-        + LEXICAL_WEIGHT * lexical_scores
 
 
 def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,

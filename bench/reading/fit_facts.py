@@ -1,0 +1,108 @@
+"""Fit the fact answer's sentence weights (ragqa/answering/facts.py FACT_WEIGHTS) on the
+development half of the independent fact sets, and compare sentence choices within the right
+paper: which sentence of the paper's abstract comes first?
+
+    python bench/reading/fit_facts.py --home DIR [--split dev]
+
+A conditional logit over each question's sentences (the paper's whole abstract; positives: the
+sentences the writer marked), L2-penalised, by gradient ascent. Reports the share of questions
+whose first sentence is an answer sentence for the cross-encoder alone, the word overlap alone,
+the shipped mix, and the fitted weights (in-sample on `--split`; quote the held-out figures of
+bench/reading/facts.py, never these).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE))
+
+from facts import DEFAULT_DATA, folded, slice_path  # noqa: E402
+
+
+def cases(home: Path, data: Path, split: str):
+    """(question, sentences, abstract, labels) of each fact of the split."""
+    from ragqa.sources import read_sources
+    from ragqa.text import split_sentences
+
+    for name in ("nips2018", "acl2022"):
+        papers = {p.paper_id: p for p in read_sources([slice_path(home, data, name)]).papers}
+        for line in (HERE / f"facts_{name}.jsonl").open():
+            fact = json.loads(line)
+            if split != "all" and fact["split"] != split:
+                continue
+            text = papers[fact["paper_id"]].text
+            sentences = split_sentences(text)
+            answers = [folded(s) for s in fact["answer_sentences"]]
+            labels = np.array([any(folded(s) in a or a in folded(s) for a in answers)
+                               for s in sentences], dtype=float)
+            if labels.any():
+                yield fact["question"], sentences, text, labels
+
+
+def fit(xs: list[np.ndarray], ys: list[np.ndarray], l2: float = 0.05, steps: int = 3000
+        ) -> np.ndarray:
+    w = np.zeros(xs[0].shape[1])
+    for _ in range(steps):
+        grad = -l2 * w
+        for x, y in zip(xs, ys, strict=True):
+            scores = x @ w
+            p = np.exp(scores - scores.max())
+            p /= p.sum()
+            target = y / y.sum()
+            grad += x.T @ (target - p)
+        w += 0.05 * grad / len(xs)
+    return w
+
+
+def top1(xs: list[np.ndarray], ys: list[np.ndarray], w: np.ndarray) -> float:
+    return float(np.mean([y[int(np.argmax(x @ w))] for x, y in zip(xs, ys, strict=True)]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--split", default="dev", choices=["dev", "heldout", "all"])
+    args = parser.parse_args()
+    from ragqa.answering.answer import LEXICAL_WEIGHT, lexical_sentence_scores
+    from ragqa.answering.facts import SIGNALS, sentence_signals
+    from ragqa.models.rerank import cross_encoder
+    from ragqa.sources.paper import strip_marks
+
+    xs, ys, shipped = [], [], []
+    for question, sentences, text, labels in cases(args.home, args.data, args.split):
+        ce = cross_encoder().score(question, [strip_marks(s) for s in sentences])
+        lexical = lexical_sentence_scores(question, sentences)
+        xs.append(np.column_stack([sentence_signals(question, sentences, text), ce]))
+        ys.append(labels)
+        shipped.append(labels[int(np.argmax(ce + LEXICAL_WEIGHT * lexical))])
+    names = [*SIGNALS, "cross_encoder"]
+    only = {name: top1(xs, ys, np.eye(len(names))[i]) for i, name in enumerate(names)
+            if name in ("overlap", "cross_encoder")}
+    w = fit(xs, ys)
+    folds = 5  # the fitted weights' top-1 on questions they were not fitted on
+    held = [ys[i][int(np.argmax(xs[i] @ fit([x for j, x in enumerate(xs) if j % folds != f],
+                                              [y for j, y in enumerate(ys) if j % folds != f])))]
+            for f in range(folds) for i in range(f, len(xs), folds)]
+    print(json.dumps({"questions": len(xs), "split": args.split,
+                      "fitted, 5-fold cross-validated": round(float(np.mean(held)), 3),
+                      "first_sentence_is_an_answer": {
+                          **{f"{k} alone": round(v, 3) for k, v in only.items()},
+                          "shipped (cross-encoder + 2 x overlap)": round(float(np.mean(shipped)),
+                                                                         3),
+                          "fitted": round(top1(xs, ys, w), 3)},
+                      "weights": dict(zip(names, np.round(w, 3).tolist(), strict=True))},
+                     indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

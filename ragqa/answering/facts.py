@@ -1,0 +1,168 @@
+"""Which sentence of an abstract holds what a fact question asks for.
+
+A fact question asks for something of a kind: a figure ("How much faster …?"), a comparison
+("How does X compare with Y?"), a condition ("When does … hold?"), a method ("What does …
+propose?"), an assumption. The sentence that answers it states a thing of that kind, and shares the
+question's own words, read with the abstract's abbreviations both ways ("backpropagation" is
+"BP" where the abstract writes "backpropagation (BP)") and symbols as words ("square root",
+"times", "at most", "big-O"). `sentence_signals` gives each sentence those signals; the fact
+answer (answer.py) adds the cross-encoder's reading and weighs them with FACT_WEIGHTS, fitted by
+bench/reading/fit_facts.py on the development half of the independent fact sets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragqa.index import lexical
+from ragqa.sources.paper import contribution_sentence
+
+# What a question asks for, by its wording.
+ASKS: dict[str, re.Pattern] = {
+    "quantity": re.compile(
+        r"\b(?:how (?:many|much|fast|large|long|big|small|well|accurate|often)|by how|"
+        r"what (?:\w+ ){0,3}(?:accuracy|error|rate|score|f1|bleu|speed-?up|improvement|gain|"
+        r"reduction|percentage|share|fraction|number|size|perplexity|auc|map|margin|factor)s?|"
+        r"(?:largest|maximum|average|best|overall) (?:\S+ ){0,4}(?:improvement|gain|reduction)|"
+        r"how many times|what percentage)\b", re.IGNORECASE),
+    "comparison": re.compile(r"\b(?:compare[sd]?|comparison|than|outperform\w*|beat\w*|"
+                             r"relative to|versus|vs\.?|over the previous|better|worse)\b",
+                             re.IGNORECASE),
+    "condition": re.compile(r"^\s*(?:when|under what|in what (?:situation|case|setting|regime)s?|"
+                            r"for what values?|for which|in which (?:case|setting|situation)s?)\b"
+                            r"|\b(?:under what|what conditions?|in what (?:situation|case)s?|"
+                            r"when does|when do|when is|when can)\b", re.IGNORECASE),
+    "method": re.compile(r"\b(?:propos\w*|introduc\w*|present\w*|approach|method|technique|"
+                         r"framework|how do(?:es)? (?:the|they|it) \w+)\b", re.IGNORECASE),
+    "assumption": re.compile(r"\bassum\w*\b", re.IGNORECASE),
+    "bound": re.compile(r"\b(?:big-?o|bound(?:ed)?|order of|rate of convergence|"
+                        r"convergence rate|complexity)\b", re.IGNORECASE),
+}
+# What a sentence states, by its wording.
+_FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|points?\b)|"
+                     r"\s+out of\s+\d)|\b(?!(?:19|20)\d\d\b)\d{2,}\b")  # a year is no figure
+_COMPARES = re.compile(r"\b(?:than|outperform\w*|surpass\w*|improv\w*|better|worse|lower|"
+                       r"higher|fewer|compared|relative|over|beat\w*|gains?|reduc\w*)\b",
+                       re.IGNORECASE)
+_CONDITION = re.compile(r"\b(?:when|whenever|if|unless|as long as|provided|under|only|"
+                        r"in the (?:condition|case|regime|setting)|as soon as|once)\b|≤|≥",
+                        re.IGNORECASE)
+_ASSUMES = re.compile(r"\bassum\w*\b", re.IGNORECASE)
+# Symbols as a reader says them.
+_SYMBOLS = {"√": " square root ", "×": " times ", "≤": " at most ", "≥": " at least ",
+            "≈": " approximately ", "%": " percent ", "∞": " infinity ", "ϵ": " epsilon ",
+            "ε": " epsilon ", "ν": " nu ", "λ": " lambda ", "O(": " big O ("}
+_ABBREVIATION = re.compile(r"((?:[\w-]+\s+){1,6}?)\(([A-Z][A-Za-z0-9-]{1,9})\)")
+
+SIGNALS = ("overlap", "figure", "compares", "condition", "method", "assumption", "first")
+
+
+def asked(question: str) -> set[str]:
+    """The kinds of thing a question asks for."""
+    return {kind for kind, pattern in ASKS.items() if pattern.search(question)}
+
+
+def _spoken(text: str) -> str:
+    for symbol, words in _SYMBOLS.items():
+        text = text.replace(symbol, words)
+    return text
+
+
+def abbreviations(text: str) -> dict[str, set[str]]:
+    """The abstract's own abbreviations, both ways: "backpropagation (BP)" gives
+    {"bp": {"backpropag"}, "backpropag": {"bp"}} (terms as BM25 stems them). The long form is
+    the words before the parenthesis whose initials spell the abbreviation, else its last
+    word."""
+    pairs: dict[str, set[str]] = {}
+    for match in _ABBREVIATION.finditer(text):
+        words, short = match.group(1).split(), match.group(2)
+        initials = short.replace("-", "").lower()
+        long_words = next((words[-k:] for k in range(len(words), 0, -1)
+                           if "".join(w[0] for w in words[-k:]).lower() == initials), words[-1:])
+        short_terms = lexical.terms(short)
+        long_terms = lexical.terms(" ".join(long_words))
+        for term in short_terms:
+            pairs.setdefault(term, set()).update(long_terms)
+        for term in long_terms:
+            pairs.setdefault(term, set()).update(short_terms)
+    return pairs
+
+
+def _question_terms(question: str, pairs: dict[str, set[str]]) -> set[str]:
+    terms = set(lexical.terms(_spoken(question), query=True))
+    return terms | {alias for term in terms for alias in pairs.get(term, ())}
+
+
+def sentence_signals(question: str, sentences: Sequence[str], abstract: str) -> np.ndarray:
+    """Sentences x SIGNALS: the question's words in each (abbreviations both ways, symbols as
+    words; per square root of its length) and, for each kind the question asks for, whether
+    the sentence states one; whether it is the abstract's first sentence (its background,
+    rarely an answer)."""
+    kinds = asked(question)
+    terms = _question_terms(question, abbreviations(abstract))
+    contribution = contribution_sentence(abstract)
+    out = np.zeros((len(sentences), len(SIGNALS)))
+    for i, sentence in enumerate(sentences):
+        words = set(lexical.terms(_spoken(sentence)))
+        out[i, 0] = len(terms & words) / np.sqrt(len(words) + 5)
+        # "How does X compare with Y?" is answered by a figure as often as by words.
+        out[i, 1] = bool(kinds & {"quantity", "comparison"}) and bool(_FIGURE.search(sentence))
+        out[i, 2] = "comparison" in kinds and bool(_COMPARES.search(sentence))
+        out[i, 3] = "condition" in kinds and bool(_CONDITION.search(sentence))
+        out[i, 4] = "method" in kinds and sentence == contribution
+        out[i, 5] = "assumption" in kinds and bool(_ASSUMES.search(sentence))
+        out[i, 6] = i == 0
+    return out
+
+
+# Fitted by `python bench/reading/fit_facts.py --home DIR` on the development half of
+# bench/reading/facts_*.jsonl: one weight per SIGNALS, then the cross-encoder's.
+# Within the right paper, the first sentence is an answer sentence for 0.900 of the 70
+# development questions (5-fold cross-validated; the cross-encoder plus twice the word overlap,
+# shipped before: 0.743).
+FACT_WEIGHTS = (0.417, 3.802, 2.16, 3.76, 2.397, 1.916, -0.684)
+CROSS_ENCODER_WEIGHT = 0.301
+
+
+def fact_scores(signals: np.ndarray, cross_encoder: np.ndarray) -> np.ndarray:
+    return signals @ np.asarray(FACT_WEIGHTS) + CROSS_ENCODER_WEIGHT * cross_encoder
+
+
+# ---------------------------------------------------------------- the answering phrase
+
+_SPAN_FIGURE = re.compile(
+    r"(?:(?:up to|over|about|nearly|almost|only|from|by)\s+)?"
+    r"(?<![\w.])(?!(?:19|20)\d\d\b)\d[\d,]*(?:\.\d+)?(?:\s?[-–]\s?\d[\d,]*(?:\.\d+)?)?"
+    r"(?:\s?(?:×|x\b|%|percent\b|times\b|-?fold\b|points?\b|pp\b|BLEU\b|F1\b))?"
+    r"(?:\s?(?:/|to|out of)\s?\d[\d,]*(?:\.\d+)?\s?(?:×|%|x\b)?)?")
+_SPAN_CONDITION = re.compile(r"\b(?:as long as|provided (?:that)?|only (?:when|if)|whenever|"
+                             r"when|unless|if|in the condition of|under)\b[^,;.]*",
+                             re.IGNORECASE)
+_SPAN_METHOD = re.compile(r"\b(?:propose|introduce|present|develop)s?\b\s+([^,;.(]*)",
+                          re.IGNORECASE)
+_SPAN_ASSUMPTION = re.compile(r"\bassum\w*\b[^,;.]*", re.IGNORECASE)
+# O(1/√(N)), Õ(d/ε²), Θ(n log n): balanced to two levels of parentheses.
+_SPAN_BOUND = re.compile(r"[OΘΩÕ]\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
+
+
+def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
+    """Where in the quoted sentence the asked-for thing is: the figure (one with a unit
+    first), the condition clause, the proposed thing, the assumption; None when the question
+    asks for none of these or the sentence shows none."""
+    kinds = asked(question)
+    if "bound" in kinds and (match := _SPAN_BOUND.search(sentence)):
+        return match.start(), match.end()
+    if kinds & {"quantity", "comparison"}:
+        figures = [m for m in _SPAN_FIGURE.finditer(sentence) if m.group(0).strip()]
+        if figures:
+            best = next((m for m in figures if not m.group(0).strip().isdigit()), figures[0])
+            return best.start(), best.start() + len(best.group(0).rstrip())
+    for kind, pattern in (("condition", _SPAN_CONDITION), ("assumption", _SPAN_ASSUMPTION)):
+        if kind in kinds and (match := pattern.search(sentence)):
+            return match.start(), match.end()
+    if "method" in kinds and (match := _SPAN_METHOD.search(sentence)) and match.group(1).strip():
+        return match.start(1), match.start(1) + len(match.group(1).rstrip())
+    return None
