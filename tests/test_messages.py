@@ -147,7 +147,8 @@ def test_english_frames_and_json_keys_are_unchanged(seeded):
                   "Set OPENAI_BASE_URL or OPENAI_API_KEY for written answers.",
         "answer": "Answer (extractive)", "references": "References",
         "closest": "Closest matches (not cited)",
-        "unsupported": "⚠ 0 sentence(s) are only weakly supported by the papers they cite."}
+        "unsupported": "⚠ 0 sentence(s) are only weakly supported by the papers they cite.",
+        "figures": "figures no cited abstract states"}
     shown = seeded("ask", FULL_DUPLEX)
     assert "Extractive answer (no LLM configured)" in shown.stdout
     assert "References" in shown.stdout and not HAN.search(shown.stdout.replace("论文列表", ""))

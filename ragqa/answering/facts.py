@@ -135,9 +135,11 @@ def fact_scores(signals: np.ndarray, cross_encoder: np.ndarray) -> np.ndarray:
 
 _SPAN_FIGURE = re.compile(
     r"(?:(?:up to|over|about|nearly|almost|only|from|by)\s+)?"
-    r"(?<![\w.])(?!(?:19|20)\d\d\b)\d[\d,]*(?:\.\d+)?(?:\s?[-–]\s?\d[\d,]*(?:\.\d+)?)?"
+    r"(?<![\w.])(?!(?:19|20)\d\d\b)\d(?:[\d,]*\d)?(?:\.\d+)?"
+    r"(?:\s?[-–]\s?\d(?:[\d,]*\d)?(?:\.\d+)?)?"
     r"(?:\s?(?:×|x\b|%|percent\b|times\b|-?fold\b|points?\b|pp\b|BLEU\b|F1\b))?"
     r"(?:\s?(?:/|to|out of)\s?\d[\d,]*(?:\.\d+)?\s?(?:×|%|x\b)?)?")
+_COUNT = re.compile(r"\bhow many\b|\bnumber of\b", re.IGNORECASE)
 _SPAN_CONDITION = re.compile(r"\b(?:as long as|provided (?:that)?|only (?:when|if)|whenever|"
                              r"when|unless|if|in the condition of|under)\b[^,;.]*",
                              re.IGNORECASE)
@@ -157,8 +159,11 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
         return match.start(), match.end()
     if kinds & {"quantity", "comparison"}:
         figures = [m for m in _SPAN_FIGURE.finditer(sentence) if m.group(0).strip()]
-        if figures:
-            best = next((m for m in figures if not m.group(0).strip().isdigit()), figures[0])
+        # A bare count ("278") answers "how many"; elsewhere it is a part of something else
+        # ("the range [0, 100]"), and only a figure with a unit, a decimal or a range is one.
+        counts = bool(_COUNT.search(question))
+        best = next((m for m in figures if counts or not m.group(0).strip().isdigit()), None)
+        if best:
             return best.start(), best.start() + len(best.group(0).rstrip())
     for kind, pattern in (("condition", _SPAN_CONDITION), ("assumption", _SPAN_ASSUMPTION)):
         if kind in kinds and (match := pattern.search(sentence)):
