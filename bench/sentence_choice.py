@@ -7,7 +7,8 @@ is one of the rationale sentences. Methods:
 - overlap: ragqa's word-overlap score (answer.lexical_sentence_scores);
 - cross-encoder: the reading stage (rerank.CrossEncoder) on every sentence;
 - cross-encoder + w x overlap, for a few w, on the sentences overlap ranks in its top K (what
-  `ask` does: answer.READ_SENTENCES, answer.LEXICAL_WEIGHT).
+  `ask` did before ragqa/answering/facts.py: answer.READ_SENTENCES, and the weight
+  bench/reading/fit_facts.py keeps as BEFORE_LEXICAL_WEIGHT).
 Half the claims (even ids) choose the weight, the other half (odd ids) report it.
 
     python bench/sentence_choice.py [--data ../shared/data/scifact]

@@ -71,9 +71,6 @@ _SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)|ä¸­[ï
 READ_SENTENCES = 12
 NEAR_BEST = 1.0
 PAPER_PRIOR = 1.0
-# The mix before facts.py (the cross-encoder's logit plus this times the word overlap), which
-# bench/sentence_choice.py and bench/reading/fit_facts.py compare with.
-LEXICAL_WEIGHT = 2.0
 # An answer that cites nothing shows this many closest papers apart, uncited.
 CLOSEST_MATCHES = 3
 # A follow-up quotes at most this many of the papers it refers to.
@@ -576,13 +573,10 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
     candidates: list[tuple[float, int, str, np.ndarray]] = []
     for n, hit in enumerate(hits[:named or 3], start=1):
         sentences = split_sentences(hit.paper.text)
-        if not sentences:
-            continue
-        signals = sentence_signals(question, sentences, hit.paper.text)
-        overlap = lexical_sentence_scores(question, sentences)
-        for i, sentence in enumerate(sentences):
-            prior = fact_scores(signals[i:i + 1], np.zeros(1))[0] + overlap[i] + 0.05 / n
-            candidates.append((prior, n, sentence, signals[i]))
+        if sentences:
+            signals, prior = _unread_scores(question, sentences, hit.paper.text)
+            candidates += [(p + 0.05 / n, n, s, x)
+                           for p, s, x in zip(prior, sentences, signals, strict=True)]
     candidates.sort(key=lambda t: -t[0])
     candidates = candidates[:READ_SENTENCES]
     if not candidates:
@@ -599,13 +593,20 @@ def _best_read_sentence(question: str, text: str) -> str:
     """The sentence of one abstract that best answers the question (facts.py, read by the
     cross-encoder): the READ_SENTENCES best by its signals and word overlap."""
     sentences = split_sentences(text) or [text]
-    signals = sentence_signals(question, sentences, text)
-    prior = fact_scores(signals, np.zeros(len(sentences))) + \
-        lexical_sentence_scores(question, sentences)
+    signals, prior = _unread_scores(question, sentences, text)
     top = np.argsort(-prior)[:READ_SENTENCES]
     read = fact_scores(signals[top], cross_encoder().score(
         question, [strip_marks(sentences[i]) for i in top]))
     return sentences[top[int(np.argmax(read))]]
+
+
+def _unread_scores(question: str, sentences: Sequence[str], abstract: str
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Each sentence's signals (facts.sentence_signals) and its score before the
+    cross-encoder reads it: those signals weighed, plus its word overlap with the question."""
+    signals = sentence_signals(question, sentences, abstract)
+    return signals, fact_scores(signals, np.zeros(len(sentences))) + \
+        lexical_sentence_scores(question, sentences)
 
 
 def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,

@@ -27,6 +27,7 @@ from ragqa.sources.paper import (
     Paper,
     Tally,
     arxiv_id,
+    arxiv_of_doi,
     derive_title,
     doi_of,
     entry_id,
@@ -134,9 +135,8 @@ def _arxiv(fields: dict[str, str]) -> str | None:
         found = arxiv_id(eprint)
         if found:
             return found
-    doi = doi_of(fields.get("doi", ""))
-    if doi and doi.startswith("10.48550/arxiv."):  # arXiv's own DOI
-        return arxiv_id(doi.removeprefix("10.48550/arxiv."))
+    if found := arxiv_of_doi(fields.get("doi", "")):
+        return found
     for name in ("journal", "journaltitle", "note", "howpublished", "url"):
         match = _ARXIV_IN_TEXT.search(fields.get(name, "")) or (
             re.search(r"arxiv\.org/(?:abs|pdf)/([\w./-]+?)(?:\.pdf)?$", fields.get(name, ""))

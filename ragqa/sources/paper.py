@@ -132,15 +132,18 @@ def openreview_id(url: str) -> str | None:
     return match.group(1) if match else None
 
 
+def arxiv_of_doi(doi: str) -> str | None:
+    """The arXiv id of arXiv's own DOI ("10.48550/arXiv.2301.00001"), else None."""
+    match = _ARXIV_DOI.match(doi_of(doi) or "")
+    return arxiv_id(match.group(1)) if match else None
+
+
 def identified_id(*, arxiv: str = "", doi: str = "", openreview: str = "") -> str | None:
     """The id a paper's source says identifies it: its arXiv id (also from an arXiv DOI, so the
     arXiv snapshot's record and a library's entry of one paper are one paper), its OpenReview id,
     its DOI; None when it names none."""
-    found = arxiv_id(arxiv) if arxiv else None
-    doi = doi_of(doi) if doi else None
-    if not found and doi and _ARXIV_DOI.match(doi):
-        found = arxiv_id(_ARXIV_DOI.match(doi).group(1))
-    return found or (openreview.strip() or None) or doi
+    found = (arxiv_id(arxiv) if arxiv else None) or arxiv_of_doi(doi)
+    return found or (openreview.strip() or None) or doi_of(doi)
 
 
 def entry_id(title: str, text: str, year: int | None) -> str:
