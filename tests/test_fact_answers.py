@@ -39,6 +39,32 @@ ABSTRACTS = [
      "Speculative decoding accelerates generation with a small draft model. We organise draft "
      "tokens as trees and verify them in one pass, reaching a 2.8× speedup on a 70B model "
      "without changing its outputs."},
+    {"id": "proof", "title": "Contrastive pre-training for deductive reasoning over text",
+     "abstract": "Reasoning over text needs more than pattern matching. We propose ChainCL, a "
+     "contrastive pre-training method that builds positive and negative reasoning chains from "
+     "unlabelled documents. ChainCL needs no annotated proofs. The experimental results on two "
+     "deductive reasoning benchmarks, ProofQA and DeductSet, show gains over strong "
+     "baselines."},
+    {"id": "dedup", "title": "Near-duplicate removal in pre-training corpora", "abstract":
+     "Web corpora used to pre-train language models repeat many documents. We remove exact "
+     "and near duplicates with suffix arrays and MinHash. Models trained on the cleaned "
+     "corpora emit memorised text ten times less frequently and reach the same perplexity in "
+     "fewer steps."},
+    # four papers on batch normalisation: a comparison question retrieves more than three
+    {"id": "norm1", "title": "GroupFlow normalization for micro-batches", "abstract":
+     "Batch normalization (BN) degrades when a batch holds few samples. We present GroupFlow, "
+     "a normalization that carries statistics across layers. On an image classifier trained "
+     "with a batch size of 2, GroupFlow has 4.1% lower error than batch normalization."},
+    {"id": "norm2", "title": "Why batch normalization smooths the loss", "abstract":
+     "Batch normalization is a widely used technique for training deep networks. We show that "
+     "batch normalization makes the loss landscape smoother rather than reducing covariate "
+     "shift."},
+    {"id": "norm3", "title": "Batch normalization in recurrent networks", "abstract":
+     "We apply batch normalization to the hidden-to-hidden transitions of recurrent networks "
+     "and show that batch statistics must be kept per time step."},
+    {"id": "norm4", "title": "Normalization-free residual networks", "abstract":
+     "Batch normalization couples the samples of a batch. We train residual networks without "
+     "batch normalization by scaling their residual branches at initialization."},
 ]
 
 
@@ -69,6 +95,16 @@ def _first(ragqa, question: str) -> tuple[dict, dict]:
     ("What extra term appears in the test risk of a random feature ensemble, in big-O terms of "
      "the square root of the number of samples?", "risk", "additional term bounded by",
      "O(1/√(N))"),
+    # which benchmarks: the sentence that names them, not the one that names the method
+    ("On which deductive reasoning benchmarks is the ChainCL contrastive pre-training method "
+     "evaluated?", "proof", "experimental results on two", "ProofQA and DeductSet"),
+    # a figure written in words
+    ("How much less often do language models pre-trained on corpora without near duplicates "
+     "emit memorised text?",
+     "dedup", "ten times less frequently", "ten times"),
+    # a comparison among many papers on one topic: a fact answer, not a list of the papers
+    ("How does GroupFlow compare with batch normalization at a batch size of two?", "norm1",
+     "4.1% lower error", "4.1%"),
 ])
 def test_a_fact_answer_quotes_the_holding_sentence_first_and_marks_the_answer(
         facts, question, paper, holds, span):
@@ -79,3 +115,21 @@ def test_a_fact_answer_quotes_the_holding_sentence_first_and_marks_the_answer(
     assert f"**{span}**" in answer["answer"].split("\n\n")[0]  # the first quote, marked
     shown = facts("ask", question, "-c", "facts").stdout  # wrapped to the terminal's width
     assert span.split()[0] in shown and "**" not in shown  # bold, not marks
+
+
+def test_a_comparison_question_with_many_matching_papers_is_answered_as_a_fact():
+    """On a conference the relevance cut keeps more than three papers for "How does X compare
+    with Y …?" (every paper on Y); the question still asks for a fact, not for the papers."""
+    from ragqa.answering.answer import extractive_answer
+    from ragqa.retrieval.types import Hit
+    from ragqa.sources.paper import Paper
+
+    norms = [a for a in ABSTRACTS if a["id"].startswith("norm")]
+    hits = [Hit(i, 1.0 - i / 10, 0.5, 1.0, best_sentence=a["abstract"].split(". ")[0],
+                paper=Paper(a["id"], a["title"], a["abstract"], f"f#{i}"))
+            for i, a in enumerate(norms)]
+    question = "How does GroupFlow compare with batch normalization at a batch size of two?"
+    answer = extractive_answer(question, question, hits, total=len(norms))
+    assert answer.citations[0].paper_id == "norm1"
+    assert "4.1% lower error" in answer.citations[0].quote
+    assert not answer.text.startswith(f"{len(norms)} papers")

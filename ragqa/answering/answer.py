@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
-from ragqa.answering.facts import answer_span, fact_scores, sentence_signals
+from ragqa.answering.facts import answer_span, asks_for_fact, fact_scores, sentence_signals
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
@@ -472,7 +472,7 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     if not hits:
         return CheckedText(no_paper_answer(topic, total, language), [], 0)
     listing = is_list_question(question) or is_list_question(query)
-    if listing or len(hits) > 3 and not _QUANTITY.search(question):
+    if listing or len(hits) > 3 and not (_QUANTITY.search(question) or asks_for_fact(question)):
         quoted = [(h, h.best_sentence) for h in hits]
         header = message("answer.count", language, count=len(hits),
                          topic=shown_topic(topic, language)) + "\n\n"

@@ -1,0 +1,139 @@
+"""Follow-ups and near misses in other people's phrasing (issue 31): conversations and near-miss
+questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa's output
+(CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
+written. Develop on `dev`; measure `heldout` only to report.
+
+    python bench/reading/blind.py --home DIR [--split dev] [--only chats|near_misses] [--cases]
+
+DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
+bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
+a turn is right when:
+- list: it cites a paper of the topic;
+- select ("which one evaluates on audio?"): it cites a paper of the selection, only papers of
+  the last answer, and none of the topic's papers the selection leaves out;
+- position ("the second one"): its first citation is that paper of the previous answer;
+- about ("what is its accuracy?"): its first citation is a paper referred to (`phrase`: also
+  reported, as the share whose quotes hold it);
+- switch (a new topic, however it is worded): it cites a paper of the new topic and none of the
+  previous topic's.
+A near miss is right when the answer cites nothing; a control when it cites one of its papers
+(recall: the share of its papers cited).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE))
+
+from eval import cited_ids, cli, quotes  # noqa: E402  (bench/reading/eval.py)
+from facts import DEFAULT_DATA, folded, slice_path  # noqa: E402
+
+
+def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
+               topic: set[str]) -> bool:
+    papers = set(expected["papers"])
+    if kind == "list":
+        return bool(papers & set(cited))
+    if kind == "select":
+        # Among the last answer's papers (a conference list holds papers beyond the writer's
+        # topic, whose property nobody judged): one with the property, none of the topic's
+        # papers without it, nothing from outside the last answer.
+        return bool(papers & set(cited)) and set(cited) <= set(before) and \
+            not set(cited) & (topic - papers)
+    if kind == "position":
+        index = expected["index"]
+        wanted = before[index - 1] if index > 0 and index <= len(before) else \
+            before[index] if index < 0 and -index <= len(before) else None
+        return bool(cited) and wanted is not None and cited[0] == wanted
+    if kind == "about":
+        return bool(cited) and cited[0] in papers
+    if kind == "switch":
+        return bool(papers & set(cited)) and not set(cited) & topic
+    raise ValueError(kind)
+
+
+def measure_chats(run, chats: list[dict], show: bool) -> dict:
+    right: dict[str, list[float]] = {}
+    phrases = []
+    for chat in chats:
+        turns = run("chat", input="\n".join(t["say"] for t in chat["turns"]) + "\n",
+                    collection=chat["slice"])
+        turns += [{"citations": []}] * (len(chat["turns"]) - len(turns))
+        before: list[str] = []
+        topic: set[str] = set()
+        for expected, answer in zip(chat["turns"], turns, strict=False):
+            kind, cited = expected["kind"], cited_ids(answer)
+            ok = turn_right(kind, expected, cited, before, topic)
+            right.setdefault(kind, []).append(float(ok))
+            if kind == "about" and expected.get("phrase"):
+                phrases.append(float(folded(expected["phrase"]) in folded(quotes(answer))))
+            if kind in ("list", "switch"):
+                topic = set(expected["papers"])
+            if show:
+                print(json.dumps({"chat": chat["id"], "kind": kind, "ok": ok,
+                                  "say": expected["say"], "expected": expected["papers"],
+                                  "cited": cited, "before": before}), file=sys.stderr)
+            before = cited
+    followed = [x for kind, xs in right.items() if kind != "list" for x in xs]
+    return {"turns_after_the_first": round(sum(followed) / len(followed), 3),
+            "turns": len(followed),
+            "by_kind": {k: round(sum(v) / len(v), 3) for k, v in right.items()},
+            "about_phrase_quoted": round(sum(phrases) / max(len(phrases), 1), 3)}
+
+
+def measure_near_misses(run, cases: list[dict], show: bool) -> dict:
+    abstained, found, recall = [], [], []
+    for case in cases:
+        cited = set(cited_ids(run("ask", case["question"], collection=case["slice"])[0]))
+        if case["kind"] == "miss":
+            abstained.append(float(not cited))
+            ok = not cited
+        else:
+            ok = bool(cited & set(case["papers"]))
+            found.append(float(ok))
+            recall.append(len(cited & set(case["papers"])) / len(case["papers"]))
+        if show:
+            print(json.dumps({"id": case["id"], "kind": case["kind"], "ok": ok,
+                              "question": case["question"], "cited": sorted(cited)}),
+                  file=sys.stderr)
+    return {"miss_abstention": round(sum(abstained) / max(len(abstained), 1), 3),
+            "misses": len(abstained),
+            "control_answered": round(sum(found) / max(len(found), 1), 3),
+            "control_recall": round(sum(recall) / max(len(recall), 1), 3),
+            "controls": len(found)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--home", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
+    parser.add_argument("--only", choices=["chats", "near_misses"])
+    parser.add_argument("--cases", action="store_true")
+    args = parser.parse_args()
+    run = cli(args.home)
+    for name in ("nips2018", "acl2022"):
+        run("ingest", str(slice_path(args.home, args.data, name)), "--quiet", collection=name)
+
+    def chosen(file: str) -> list[dict]:
+        rows = [json.loads(line) for line in (HERE / file).open() if line.strip()]
+        return [r for r in rows if args.split == "all" or r["split"] == args.split]
+
+    report: dict = {"split": args.split}
+    if args.only in (None, "chats"):
+        report["chats"] = measure_chats(run, chosen("chats_blind.jsonl"), args.cases)
+    if args.only in (None, "near_misses"):
+        report["near_misses"] = measure_near_misses(run, chosen("near_misses_blind.jsonl"),
+                                                    args.cases)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
