@@ -96,9 +96,18 @@ def test_follow_ups_are_condensed_by_the_llm(seeded, llm_server):
     assert second["citations"] and second["dropped_citations"] == 0
 
 
-def test_follow_up_about_none_of_the_earlier_papers_searches_everything(seeded):
+def test_a_selection_none_of_the_earlier_papers_fits_says_so(seeded):
+    """"Which of them uses diffusion?" picks among the speech papers: none does, and the answer
+    says so rather than listing diffusion papers from elsewhere (issue 31)."""
     first, second = _turns(seeded("chat", "--json", input="Which papers do full-duplex speech?\n"
                                   "Which of them uses diffusion?\n"))
+    assert {"Moshi-RAG", "τ-Voice"} <= _titles(first)
+    assert not second["citations"] and "None of the papers" in second["answer"]
+
+
+def test_a_new_topic_worded_as_a_follow_up_searches_everything(seeded):
+    first, second = _turns(seeded("chat", "--json", input="Which papers do full-duplex speech?\n"
+                                  "And what about papers on diffusion?\n"))
     assert {"Moshi-RAG", "τ-Voice"} <= _titles(first)
     assert not _titles(second) & {"Moshi-RAG", "τ-Voice"}
     assert _titles(second) & {"DVPD", "STARCaster"}

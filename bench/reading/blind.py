@@ -31,8 +31,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
+from facts import DEFAULT_DATA, folded, slice_path  # noqa: E402, I001  (before eval: RAGQA_CODE)
 from eval import cited_ids, cli, quotes  # noqa: E402  (bench/reading/eval.py)
-from facts import DEFAULT_DATA, folded, slice_path  # noqa: E402
 
 
 def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],

@@ -26,6 +26,7 @@ import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.answering.facts import answer_span, asks_for_fact, fact_scores, sentence_signals
+from ragqa.answering.followups import selected
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
@@ -511,8 +512,8 @@ def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Ci
     return lines
 
 
-def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: str = "English"
-                     ) -> CheckedText:
+def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: str = "English",
+                     selecting: bool = False) -> CheckedText:
     """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
     papers alone: each one that holds a word of the follow-up is quoted by the sentence the
@@ -520,8 +521,14 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: s
     contribution sentence. Unless the follow-up selects ("Which of them …"), one paper pointed
     at alone ("the first one", "it") is always read."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
-    kept = [h for h in hits if h.coverage > 0]
-    if not kept and not _SELECTION.search(question) and (contribution or len(hits) == 1):
+    selecting = selecting or bool(_SELECTION.search(question))
+    if selecting and language == "English":
+        # By the turn's own words (`query`): the standalone question names every paper.
+        kept = [hits[i] for i in selected(query, [h.paper.title + " " + h.paper.text
+                                                  for h in hits])]
+    else:
+        kept = [h for h in hits if h.coverage > 0]
+    if not kept and not selecting and (contribution or len(hits) == 1):
         kept = list(hits)
     if not kept:
         return CheckedText(message("answer.none_referred", language,
@@ -612,7 +619,8 @@ def _unread_scores(question: str, sentences: Sequence[str], abstract: str
 def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
                     on_token: Callable[[str], None] | None = None, k: int | None = None,
                     filters: Filters | None = None, query: str | None = None,
-                    screen: str | None = None, on_screen: Progress | None = None) -> Answer:
+                    screen: str | None = None, on_screen: Progress | None = None,
+                    selecting: bool = False) -> Answer:
     """Retrieve for `query` (default: the question, translated if need be) and answer
     `question` from what was found. With an LLM, a list question's candidates are screened
     by it (`screen`: --screen, default RAGQA_SCREEN; progress to `on_screen`) and the list is
@@ -673,7 +681,7 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     hits, total = result.hits, result.total_papers
     written = None
     if follow_up:
-        checked = follow_up_answer(question, query, hits, language)
+        checked = follow_up_answer(question, query, hits, language, selecting)
     elif llm is None:
         # Nothing passed the cut: say so, in the question's language; the closest papers are
         # shown apart below, uncited (never listed as papers that address it).

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragqa.answering.answer import Answer, Citation, answer_question, detect_language, quote_lines
+from ragqa.answering.followups import Resolution, resolve, without_references
 from ragqa.answering.messages import joined, message, shown_topic
 from ragqa.errors import UserError
 from ragqa.prompts import load_prompt
@@ -33,6 +34,7 @@ from ragqa.text import inert_markdown
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
+    from ragqa.index.lexical import LexicalIndex
     from ragqa.models import LLM
     from ragqa.retrieval.retriever import Retriever
 
@@ -41,10 +43,12 @@ if TYPE_CHECKING:
 _PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
 _SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
                            r"work|one|method|model)|the paper)\b", re.I)
-_ORDINAL = re.compile(r"\bthe (first|second|third|fourth|fifth|last) (?:one|paper|of them)\b",
-                      re.I)
-_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
-_FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+of\s+(?:them|these|those)\s+", re.I)
+# How the offline standalone question names the papers in their place (followups.py decides
+# what a turn refers to).
+_ORDINAL = re.compile(r"\bthe (?:first|second|third|fourth|fifth|last|latter|former)"
+                      r"(?: (?:one|paper|of them|of these|of those))?\b", re.I)
+_FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|those)|ones?)\s+",
+                    re.I)
 # The same in Chinese: "它们是如何表示张量的？", "这篇论文提出了什么？", "第一篇用了什么数据？",
 # "其中哪些使用了扩散模型？" (the selecting frame, 其中 = "of them", is kept as "X 中").
 _ZH_PLURAL_REF = re.compile(r"这些论文|这些工作|这些方法|上述论文|以上论文|它们|他们|这些")
@@ -162,30 +166,35 @@ def list_sessions(settings: Settings) -> list[dict]:
 
 # ---------------------------------------------------------------- follow-ups
 
-def referenced_papers(question: str, session: Session) -> list[str] | None:
-    """The earlier papers a follow-up points at, or None if it points at none."""
+def referenced_papers(question: str, session: Session, index: LexicalIndex | None = None
+                      ) -> Resolution:
+    """What a turn does with the last answer's papers (followups.resolve: a calibrated
+    decision over the turn's cues; a question in Chinese by its own words for "them", "it",
+    "the first one" and "which of them")."""
     cited = session.last_cited
     if not cited:
-        return None
-    ordinal = _ORDINAL.search(question)
+        return Resolution("leave")
+    if detect_language(question) != "Chinese":
+        return resolve(question, cited, index)
     zh_ordinal = _ZH_ORDINAL.search(question)
-    if ordinal or zh_ordinal:
-        index = (_ORDINALS[ordinal.group(1).lower()] if ordinal
-                 else _ZH_ORDINALS[zh_ordinal.group(1)])
-        return [cited[index]] if -len(cited) <= index < len(cited) else None
-    if _PLURAL_REF.search(question) or _SINGULAR_REF.search(question) \
-            or _ZH_FRAME.search(question) or _ZH_PLURAL_REF.search(question) \
-            or _ZH_SINGULAR_REF.search(question):
+    if zh_ordinal:
+        position = _ZH_ORDINALS[zh_ordinal.group(1)]
+        return Resolution("about", (cited[position],)) if -len(cited) <= position < len(cited) \
+            else Resolution("leave")
+    if _ZH_FRAME.search(question):
+        return Resolution("select", tuple(cited))
+    if _ZH_PLURAL_REF.search(question) or _ZH_SINGULAR_REF.search(question):
         # "it" after an answer citing several papers is one of them: search among them all.
-        return list(cited)
-    return None
+        return Resolution("about", tuple(cited))
+    return Resolution("leave")
 
 
 def strip_references(question: str) -> str:
     """The follow-up without the words that point back: what to search among the papers."""
-    text = _ZH_FRAME.sub("", _FRAME.sub("", question))
-    for pattern in (_ORDINAL, _PLURAL_REF, _SINGULAR_REF, _ZH_ORDINAL, _ZH_PLURAL_REF,
-                    _ZH_SINGULAR_REF):
+    if detect_language(question) != "Chinese":
+        return without_references(question)
+    text = _ZH_FRAME.sub("", question)
+    for pattern in (_ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF):
         text = pattern.sub("", text)
     text = " ".join(text.split())
     return text if len(text) >= 3 else question
@@ -233,26 +242,28 @@ class Condensed:
     standalone: str  # shown to the user, and what the answer answers
     query: str  # what retrieval searches for
     papers: list[str] | None  # the earlier papers it refers to, to search among
+    selecting: bool = False  # it picks among those papers ("Which one …?")
 
 
 def condense(question: str, session: Session, llm: LLM | None, settings: Settings,
-             count_tokens: Callable[[str], int]) -> Condensed:
-    papers = referenced_papers(question, session)
+             count_tokens: Callable[[str], int], index: LexicalIndex | None = None
+             ) -> Condensed:
     if not session.turns:
         return Condensed(question, question, None)
+    resolution = referenced_papers(question, session, index)
+    papers = list(resolution.papers) or None
+    selecting = resolution.kind == "select"
     if llm is not None:
         history = history_text(session, settings.chat_memory_tokens, count_tokens)
         standalone = llm.complete(load_prompt("condense", settings).fill(
             history=history, question=question)).strip() or question
-        # The condensed question names what it refers to; only "which of them …" keeps to
-        # the earlier list, so that screening reads those papers and no others.
-        selecting = papers is not None and bool(_FRAME.search(question) or
-                                                _ZH_FRAME.search(question))
-        return Condensed(standalone, standalone, papers if selecting else None)
+        # The condensed question names what it refers to; only a selection keeps to the
+        # earlier list, so that screening reads those papers and no others.
+        return Condensed(standalone, standalone, papers if selecting else None, selecting)
     if papers is None:
         return Condensed(question, question, None)
     return Condensed(offline_standalone(question, session, papers), strip_references(question),
-                     papers)
+                     papers, selecting)
 
 
 # ---------------------------------------------------------------- marks: the user as the judge
@@ -335,14 +346,17 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: L
         session.turns.append(turn)
         return answer, turn
     settings = retriever.store.settings
-    condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens)
+    condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens,
+                         retriever.lexical)
     papers = condensed.papers
     filters = Filters(paper_ids=frozenset(papers)) if papers else None
     answer = answer_question(retriever, condensed.standalone, llm=llm, on_token=on_token,
                              filters=filters, query=condensed.query, screen=screen,
-                             on_screen=on_screen)
-    if papers and not answer.citations and (llm or detect_language(question) == "English"):
-        # The follow-up is about none of the earlier papers: search everything for its topic.
+                             on_screen=on_screen, selecting=condensed.selecting)
+    if papers and not answer.citations and not condensed.selecting and \
+            (llm or detect_language(question) == "English"):
+        # The follow-up is about none of the earlier papers: search everything for its topic
+        # (a selection that none of them fits says so instead).
         # Not offline for a question in another language: its words match no English sentence
         # of those papers, and the multilingual list decision has no topic gate yet, so a search
         # of everything would list papers about something else (README, "Questions in other

@@ -9,6 +9,7 @@ papers that state a short topic word for word when the model's gate finds the to
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -77,7 +78,7 @@ def decide_list(index: LexicalIndex, query: str, hits: list[Hit], model: Relevan
     collection holds ("greenhouse tomato irrigation") has no three. `word_rules=False`
     (a machine translation, or a question in another language: its words are not the user's
     English) leaves the model alone."""
-    if word_rules and names_unknown_subject(index, query):
+    if word_rules and (names_unknown_subject(index, query) or names_absent_name(index, query)):
         return []
     kept = model.keep(hits)
     if kept or not word_rules:
@@ -104,6 +105,58 @@ def names_unknown_subject(index: LexicalIndex, query: str) -> bool:
     if not short or not _names_unknown_word(index, parts[0]):
         return False
     return all(_names_unknown_word(index, groups) for groups in short)
+
+
+# A name as a user writes it: two capitals (AlphaFold, RLHF), letters with digits (CORD-19,
+# GPT-3), or a capital after the question's first word (Minecraft, Kaldi, Vietnamese).
+_NAME_TOKEN = re.compile(r"[A-Za-z][\w'’.-]*[\w]")
+# Capitalised words that are not names where users write them.
+_NOT_NAMES = frozenset({"i", "papers", "paper", "any", "is", "are", "which", "what", "find",
+                        "show", "list", "work", "research"})
+# The papers a many-word name is looked for in (by BM25), its words next to one another.
+NAME_CANDIDATES = 20
+
+
+def name_tokens(question: str) -> list[str]:
+    """The words of a question written as names."""
+    names = []
+    for i, match in enumerate(_NAME_TOKEN.finditer(question)):
+        word = match.group(0).rstrip("'’.-")
+        capitals = sum(c.isupper() for c in word)
+        digits = any(c.isdigit() for c in word)
+        if word.lower() in _NOT_NAMES:
+            continue
+        if capitals >= 2 or (digits and capitals) or (i > 0 and word[0].isupper()):
+            names.append(word)
+    return names
+
+
+def names_absent_name(index: LexicalIndex, question: str) -> bool:
+    """Whether a question names something (a method, model, dataset, tool, language: a word
+    written as a name) that no paper of the collection mentions: "Which papers use AlphaFold to
+    predict protein structures?" over papers on protein structure. The name is what the user
+    asks about, however common the rest of the question's words are. A name of several words
+    ("CORD-19") must stand in a paper as written, its words next to one another."""
+    for name in name_tokens(question):
+        terms = lexical.terms(name)
+        if not terms:
+            continue
+        if len(terms) == 1:
+            if all(index.document_frequency(t) == 0
+                   for t in index.query_terms(terms[0], extend=True) or terms):
+                return True
+            continue
+        rows = [row for row, _ in index.search(" ".join(terms), NAME_CANDIDATES)] \
+            if all(index.document_frequency(t) for t in terms) else []
+        if not any(_holds_in_a_row(index, row, terms) for row in rows):
+            return True
+    return False
+
+
+def _holds_in_a_row(index: LexicalIndex, row: int, terms: list[str]) -> bool:
+    words = lexical.terms(lexical.paper_document(index.papers_by_index([row])[0]))
+    n = len(terms)
+    return any(words[i:i + n] == terms for i in range(len(words) - n + 1))
 
 
 def _names_unknown_word(index: LexicalIndex, groups: list[list[str]]) -> bool:

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 # all the papers that study ..."). Each alternative ends where the topic begins.
 _FRAMES = [
     r"(?:please|pls|hi|hello|hey)\b[,!]?",
+    # a chat's turn to a new topic: "Now, anything on X?", "OK, separate question: …"
+    r"(?:now|ok|okay|so|also|next|then|alright|separately|(?:a )?(?:separate|another|new|"
+    r"different) (?:question|topic)|switching (?:topics?|gears))\b[,:!]?",
+    r"(?:what|how) about",
     r"(?:can|could|would|will) you(?: please)?(?: help me)?",
     r"(?:i am|i'm|im|we are|we're) (?:looking|searching|hunting) for",
     r"(?:i|we) (?:want|need|would like|'d like)(?: to (?:find|see|know|read))?",

@@ -1,0 +1,100 @@
+"""Follow-ups and near misses in a user's own phrasing, offline (issue 31): a "which one"
+selection by a property that papers elsewhere in the collection share, an ordinal, a switch of
+topic worded like a follow-up, and a named tool no paper uses next to words many papers use.
+The papers below are written for these tests and join the bundled seeds (29 ICML 2026
+abstracts: audio, speech, spiking networks, molecules) in one collection."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+PAPERS = [
+    {"id": "spk-audio", "title": "Spiking neural networks for keyword spotting on microphones",
+     "abstract": "Spiking neural networks promise low-power inference on always-on devices. We "
+     "train a spiking neural network with surrogate gradients to detect spoken keywords from "
+     "raw microphone audio. We evaluate it on the Speech Commands audio benchmark, where the "
+     "spiking network reaches 94.1% accuracy while using ten times less energy than a recurrent "
+     "network."},
+    {"id": "spk-vision", "title": "An event-driven spiking transformer for image classification",
+     "abstract": "We present an event-driven spiking transformer in which spiking neurons replace "
+     "the softmax of self-attention. Trained directly with surrogate gradients, the spiking "
+     "neural network classifies images on ImageNet and CIFAR-10 with 78.2% top-1 accuracy at "
+     "four time steps."},
+    {"id": "prot-diffusion", "title": "Diffusion models for protein backbone generation",
+     "abstract": "We generate protein backbones with a diffusion model over residue frames. "
+     "Generated structures are designable and diverse, and the model predicts protein "
+     "structures that fold as designed in silico."},
+    {"id": "prot-foldnet", "title": "Faster protein structure prediction with FoldNet features",
+     "abstract": "Protein structure prediction from sequence remains costly. We distil the "
+     "features of FoldNet, a structure predictor, into a small network that predicts protein "
+     "structures three times faster at a similar accuracy."},
+]
+
+
+@pytest.fixture
+def chat(seeded, tmp_path):
+    path = tmp_path / "extra.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in PAPERS))
+    result = seeded("ingest", str(path), "--quiet")
+    assert result.exit_code == 0, result.output
+
+    def run(*turns: str) -> list[dict]:
+        result = seeded("chat", "--json", input="\n".join(turns) + "\n")
+        assert result.exit_code == 0, result.output
+        return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    return run
+
+
+def _ids(turn: dict) -> list[str]:
+    return [c["paper_id"] for c in turn["citations"]]
+
+
+def _titles(turn: dict) -> set[str]:
+    return {c["title"] for c in turn["citations"]}
+
+
+def test_which_one_selects_by_property_among_the_last_papers(chat):
+    """"Which one evaluates on audio?" picks the spiking papers that do (this one and the
+    seeds' DiceFormer), not the collection's other audio papers nor the spiking one on
+    images."""
+    listed, chosen = chat("Which papers train spiking neural networks?",
+                          "Which one evaluates on audio?")
+    assert {"spk-audio", "spk-vision"} <= set(_ids(listed))
+    assert "spk-audio" in _ids(chosen) and "spk-vision" not in _ids(chosen)
+    assert set(_ids(chosen)) <= set(_ids(listed))
+    assert _titles(chosen) == {PAPERS[0]["title"], "DiceFormer"}
+
+
+def test_a_fact_about_the_one_selected(chat):
+    _, chosen, fact = chat("Which papers train spiking neural networks?",
+                           "Which of them detects spoken keywords?", "What is its accuracy?")
+    assert _ids(chosen) == ["spk-audio"]
+    assert _ids(fact)[0] == "spk-audio" and "94.1%" in fact["citations"][0]["quote"]
+
+
+def test_an_ordinal_reads_that_paper_of_the_last_answer(chat):
+    listed, second = chat("Which papers train spiking neural networks?",
+                          "What does the second one do?")
+    assert len(_ids(listed)) >= 2
+    assert _ids(second) == [_ids(listed)[1]]
+
+
+def test_a_switch_of_topic_worded_as_a_follow_up_leaves_the_last_papers(chat):
+    listed, switched = chat("Which papers train spiking neural networks?",
+                            "Now, anything on protein structure prediction?")
+    assert {"prot-diffusion", "prot-foldnet"} <= set(_ids(switched))
+    assert not set(_ids(switched)) & set(_ids(listed))
+
+
+def test_a_named_tool_no_paper_uses_gets_no_list(seeded, chat):
+    """The tool is named by no paper; "predict protein structures" by two (and the seeds'
+    molecule papers are close): "none", with the closest shown apart. A tool a paper names is
+    answered."""
+    missing = json.loads(seeded("ask", "Which papers use AlphaFold to predict protein "
+                                "structures?", "--json").stdout)
+    assert missing["citations"] == []
+    found = json.loads(seeded("ask", "Which papers use FoldNet to predict protein structures?",
+                              "--json").stdout)
+    assert "prot-foldnet" in _ids(found)
