@@ -75,10 +75,12 @@ def test_seed_ids_are_stable_unique_and_hash_the_normalised_text():
 
 
 def _source_block(data: bytes, line: int) -> str:
-    """The abstract as the file writes it: its lines from `line` to the next blank one."""
-    lines = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+    """The abstract as the file writes it: its lines from `line` to the next blank one (byte-
+    order marks dropped before line breaks are read, as plain.read_text does: a CR, a BOM and an LF
+    are one break)."""
+    lines = data.decode("utf-8").replace("\ufeff", "").replace("\r\n", "\n").replace("\r", "\n")
     block = []
-    for text in lines.replace("\ufeff", "").split("\n")[line - 1:]:
+    for text in lines.split("\n")[line - 1:]:
         if not text.strip():
             break
         block.append(text.strip())

@@ -3,7 +3,12 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--split dev] [--only chats|near_misses] [--cases]
+    python bench/reading/blind.py --home DIR [--round 1|2] [--split dev|heldout|all]
+        [--only chats|near_misses] [--cases]
+
+Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
+(`heldout`) for the first change; round 2 (chats_blind2.jsonl, near_misses_blind2.jsonl, all
+`heldout`), written later by other helpers on other papers and terms, measures the next.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -115,6 +120,9 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
+    parser.add_argument("--round", type=int, default=1, choices=[1, 2],
+                        help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
+                             "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout)")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)
@@ -125,12 +133,13 @@ def main() -> int:
         rows = [json.loads(line) for line in (HERE / file).open() if line.strip()]
         return [r for r in rows if args.split == "all" or r["split"] == args.split]
 
-    report: dict = {"split": args.split}
+    suffix = "" if args.round == 1 else str(args.round)
+    report: dict = {"split": args.split, "round": args.round}
     if args.only in (None, "chats"):
-        report["chats"] = measure_chats(run, chosen("chats_blind.jsonl"), args.cases)
+        report["chats"] = measure_chats(run, chosen(f"chats_blind{suffix}.jsonl"), args.cases)
     if args.only in (None, "near_misses"):
-        report["near_misses"] = measure_near_misses(run, chosen("near_misses_blind.jsonl"),
-                                                    args.cases)
+        report["near_misses"] = measure_near_misses(
+            run, chosen(f"near_misses_blind{suffix}.jsonl"), args.cases)
     print(json.dumps(report, indent=1))
     return 0
 

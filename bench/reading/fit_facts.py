@@ -1,14 +1,16 @@
 """Fit the fact answer's sentence weights (ragqa/answering/facts.py FACT_WEIGHTS) on the
-development half of the independent fact sets, and compare sentence choices within the right
+independent fact sets used for development, and compare sentence choices within the right
 paper: which sentence of the paper's abstract comes first?
 
-    python bench/reading/fit_facts.py --home DIR [--split dev]
+    python bench/reading/fit_facts.py --home DIR [--sets facts_nips2018,...] [--split all]
 
 A conditional logit over each question's sentences (the paper's whole abstract; positives: the
 sentences the writer marked), L2-penalised, by gradient ascent. Reports the share of questions
 whose first sentence is an answer sentence for the cross-encoder alone, the word overlap alone,
-the shipped mix, and the fitted weights (in-sample on `--split`; quote the held-out figures of
-bench/reading/facts.py, never these).
+the mix shipped before facts.py, facts.py's weights, and the fitted weights (in-sample, and
+5-fold cross-validated). `--sets` the held-out round measures the ceiling of these signals
+there (fitted on it: in-sample, a ceiling, never a result); quote bench/reading/facts.py's
+figures for results.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.answering.facts import answer_span, asks_for_fact, fact_scores, sentence_signals
-from ragqa.answering.followups import selected
+from ragqa.answering.followups import content_terms, selected
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
@@ -513,19 +513,21 @@ def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Ci
 
 
 def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: str = "English",
-                     selecting: bool = False) -> CheckedText:
+                     selecting: bool = False, weights: dict[str, float] | None = None
+                     ) -> CheckedText:
     """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
     papers alone: each one that holds a word of the follow-up is quoted by the sentence the
     cross-encoder reads as its best answer; a question about what a paper proposes quotes its
-    contribution sentence. Unless the follow-up selects ("Which of them …"), one paper pointed
-    at alone ("the first one", "it") is always read."""
+    contribution sentence. A selection (`selecting`, or "Which of them …") keeps the papers
+    that hold the most of its own words, weighed by `weights` (followups.selected). Unless the
+    follow-up selects, one paper pointed at alone ("the first one", "it") is always read."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
     selecting = selecting or bool(_SELECTION.search(question))
     if selecting and language == "English":
         # By the turn's own words (`query`): the standalone question names every paper.
         kept = [hits[i] for i in selected(query, [h.paper.title + " " + h.paper.text
-                                                  for h in hits])]
+                                                  for h in hits], weights)]
     else:
         kept = [h for h in hits if h.coverage > 0]
     if not kept and not selecting and (contribution or len(hits) == 1):
@@ -681,7 +683,9 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     hits, total = result.hits, result.total_papers
     written = None
     if follow_up:
-        checked = follow_up_answer(question, query, hits, language, selecting)
+        weights = retriever.lexical.idf(content_terms(query)) \
+            if selecting and retriever.lexical else None
+        checked = follow_up_answer(question, query, hits, language, selecting, weights)
     elif llm is None:
         # Nothing passed the cut: say so, in the question's language; the closest papers are
         # shown apart below, uncited (never listed as papers that address it).

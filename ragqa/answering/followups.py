@@ -121,16 +121,19 @@ def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resol
     return Resolution("about", tuple(last))
 
 
-def selected(question: str, texts: list[str]) -> list[int]:
+def selected(question: str, texts: list[str], weights: dict[str, float] | None = None
+             ) -> list[int]:
     """Which of the last papers (their titles and abstracts) a selecting turn picks: those
-    that hold the most of its content words ("Which one evaluates on audio?": the papers that
-    say "audio", and "evaluate" too if any does), none when none holds any."""
+    that hold the most of its content words, each word weighed by `weights` (the
+    collection's idf: in "Which of those uses commonsense knowledge like COMET?" the rare
+    "COMET" counts most); none when none holds any."""
     terms = set(content_terms(question))
     if not terms:
         return list(range(len(texts)))
-    held = [len(terms & set(lexical.terms(text))) for text in texts]
-    best = max(held, default=0)
-    return [i for i, n in enumerate(held) if n == best and best > 0]
+    weights = weights or {}
+    held = [sum(weights.get(t, 1.0) for t in terms & set(lexical.terms(text))) for text in texts]
+    best = max(held, default=0.0)
+    return [i for i, n in enumerate(held) if best > 0 and n >= best - 1e-9]
 
 
 def without_references(question: str) -> str:

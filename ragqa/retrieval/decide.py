@@ -107,8 +107,9 @@ def names_unknown_subject(index: LexicalIndex, query: str) -> bool:
     return all(_names_unknown_word(index, groups) for groups in short)
 
 
-# A name as a user writes it: two capitals (AlphaFold, RLHF), letters with digits (CORD-19,
-# GPT-3), or a capital after the question's first word (Minecraft, Kaldi, Vietnamese).
+# A name as a user writes it: two capitals (AlphaFold, RLHF), a capital inside a word (spaCy),
+# letters with digits (CORD-19, GPT-3), or a capital after the question's first word
+# (Minecraft, Kaldi, Vietnamese); names side by side are one name ("Mask R-CNN").
 _NAME_TOKEN = re.compile(r"[A-Za-z][\w'’.-]*[\w]")
 # Capitalised words that are not names where users write them.
 _NOT_NAMES = frozenset({"i", "papers", "paper", "any", "is", "are", "which", "what", "find",
@@ -117,17 +118,26 @@ _NOT_NAMES = frozenset({"i", "papers", "paper", "any", "is", "are", "which", "wh
 NAME_CANDIDATES = 20
 
 
+def _is_name(word: str, first: bool) -> bool:
+    capitals = sum(c.isupper() for c in word)
+    return word.lower() not in _NOT_NAMES and (
+        capitals >= 2 or any(c.isupper() for c in word[1:])
+        or (capitals and any(c.isdigit() for c in word)) or (not first and word[0].isupper()))
+
+
 def name_tokens(question: str) -> list[str]:
-    """The words of a question written as names."""
-    names = []
+    """The names a question writes, names side by side joined ("Mask R-CNN")."""
+    names: list[str] = []
+    end = -1
     for i, match in enumerate(_NAME_TOKEN.finditer(question)):
         word = match.group(0).rstrip("'’.-")
-        capitals = sum(c.isupper() for c in word)
-        digits = any(c.isdigit() for c in word)
-        if word.lower() in _NOT_NAMES:
+        if not _is_name(word, first=i == 0):
             continue
-        if capitals >= 2 or (digits and capitals) or (i > 0 and word[0].isupper()):
+        if names and question[end:match.start()].strip() == "":
+            names[-1] += " " + word
+        else:
             names.append(word)
+        end = match.start() + len(word)
     return names
 
 
