@@ -74,9 +74,9 @@ def test_a_fact_about_the_one_selected(chat):
     assert _ids(fact)[0] == "spk-audio" and "94.1%" in fact["citations"][0]["quote"]
 
 
-def test_an_ordinal_reads_that_paper_of_the_last_answer(chat):
-    listed, second = chat("Which papers train spiking neural networks?",
-                          "What does the second one do?")
+@pytest.mark.parametrize("ordinal", ["What does the second one do?", "and the 2nd one"])
+def test_an_ordinal_reads_that_paper_of_the_last_answer(chat, ordinal):
+    listed, second = chat("Which papers train spiking neural networks?", ordinal)
     assert len(_ids(listed)) >= 2
     assert _ids(second) == [_ids(listed)[1]]
 

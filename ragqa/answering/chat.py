@@ -45,7 +45,8 @@ _SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|th
                            r"work|one|method|model)|the paper)\b", re.I)
 # How the offline standalone question names the papers in their place (followups.py decides
 # what a turn refers to).
-_ORDINAL = re.compile(r"\bthe (?:first|second|third|fourth|fifth|last|latter|former)"
+_ORDINAL = re.compile(r"\bthe (?:first|second|third|fourth|fifth|last|latter|former|1st|2nd|"
+                      r"3rd|4th|5th)"
                       r"(?: (?:one|paper|of them|of these|of those))?\b", re.I)
 _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|those)|ones?)\s+",
                     re.I)

@@ -39,10 +39,10 @@ SELECTS = re.compile(
     r"|\b(?:any|either|one|some|none|neither|each) of (?:them|these|those|the above)\b",
     re.IGNORECASE)
 # "the second one", "the last paper", "the latter".
-ORDINAL = re.compile(r"\b(first|second|third|fourth|fifth|last|latter|former)\b"
-                     r"(?=\s+(?:one|paper|work|of)\b|\s*[?.!,]|$)", re.IGNORECASE)
+ORDINAL = re.compile(r"\b(first|second|third|fourth|fifth|last|latter|former|1st|2nd|3rd|4th|"
+                     r"5th)\b(?=\s+(?:one|paper|work|of)\b|\s*[?.!,]|$)", re.IGNORECASE)
 ORDINALS = {"first": 0, "former": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4,
-            "last": -1, "latter": -1}
+            "last": -1, "latter": -1, "1st": 0, "2nd": 1, "3rd": 2, "4th": 3, "5th": 4}
 # The wording of a request for a new list ("What about papers on X?", "And work on Y?").
 _NEW_LIST = re.compile(r"^\s*(?:(?:and|ok|okay|now|also|separately)[,\s]+)*(?:what|how) about\b"
                        r"|\b(?:papers|work|research|studies|anything)\s+(?:on|about|that|which|"
