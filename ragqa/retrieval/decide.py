@@ -125,42 +125,49 @@ def _is_name(word: str, first: bool) -> bool:
         or (capitals and any(c.isdigit() for c in word)) or (not first and word[0].isupper()))
 
 
-def name_tokens(question: str) -> list[str]:
-    """The names a question writes, names side by side joined ("Mask R-CNN")."""
-    names: list[str] = []
+def name_tokens(question: str) -> list[list[str]]:
+    """The names a question writes, names side by side joined ("Mask R-CNN"), in groups of
+    alternatives ("BERT, RoBERTa or XLNet" is one group of three)."""
+    groups: list[list[str]] = []
     end = -1
     for i, match in enumerate(_NAME_TOKEN.finditer(question)):
         word = match.group(0).rstrip("'’.-")
         if not _is_name(word, first=i == 0):
             continue
-        if names and question[end:match.start()].strip() == "":
-            names[-1] += " " + word
+        between = question[end:match.start()] if groups else None
+        if between is not None and between.strip() == "":
+            groups[-1][-1] += " " + word
+        elif between is not None and _ALTERNATIVE.fullmatch(between):
+            groups[-1].append(word)
         else:
-            names.append(word)
+            groups.append([word])
         end = match.start() + len(word)
-    return names
+    return groups
+
+
+_ALTERNATIVE = re.compile(r"\s*(?:,|or|and/or|/)\s*(?:or\s+)?", re.IGNORECASE)
 
 
 def names_absent_name(index: LexicalIndex, question: str) -> bool:
     """Whether a question names something (a method, model, dataset, tool, language: a word
     written as a name) that no paper of the collection mentions: "Which papers use AlphaFold to
     predict protein structures?" over papers on protein structure. The name is what the user
-    asks about, however common the rest of the question's words are. A name of several words
-    ("CORD-19") must stand in a paper as written, its words next to one another."""
-    for name in name_tokens(question):
-        terms = lexical.terms(name)
-        if not terms:
-            continue
-        if len(terms) == 1:
-            if all(index.document_frequency(t) == 0
-                   for t in index.query_terms(terms[0], extend=True) or terms):
-                return True
-            continue
-        rows = [row for row, _ in index.search(" ".join(terms), NAME_CANDIDATES)] \
-            if all(index.document_frequency(t) for t in terms) else []
-        if not any(_holds_in_a_row(index, row, terms) for row in rows):
-            return True
-    return False
+    asks about, however common the rest of the question's words are; of alternatives ("BERT
+    or XLNet") every one must be absent. A name of several words ("Mask R-CNN") must stand in a
+    paper as written, its words next to one another."""
+    return any(all(_absent(index, name) for name in group) for group in name_tokens(question))
+
+
+def _absent(index: LexicalIndex, name: str) -> bool:
+    terms = lexical.terms(name)
+    if not terms:
+        return False
+    if len(terms) == 1:
+        return all(index.document_frequency(t) == 0
+                   for t in index.query_terms(terms[0], extend=True) or terms)
+    rows = [row for row, _ in index.search(" ".join(terms), NAME_CANDIDATES)] \
+        if all(index.document_frequency(t) for t in terms) else []
+    return not any(_holds_in_a_row(index, row, terms) for row in rows)
 
 
 def _holds_in_a_row(index: LexicalIndex, row: int, terms: list[str]) -> bool:
