@@ -61,9 +61,6 @@ _QUANTITY = re.compile(
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*"
                                 r"|提出|贡献|创新|主要思想", re.IGNORECASE)
 _SHARE_MEASURES = frozenset({"percentag", "share", "fraction", "proport"})
-# "Which of them …", "Which ones …": a follow-up that selects among the papers.
-_SELECTION = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\b|ones?\b)|中[，,]?\s*哪(?:些|篇)",
-                        re.IGNORECASE)
 # A fact answer: the cross-encoder reads this many sentences of the top three papers (the best
 # by facts.sentence_signals and word overlap), and quotes the best and any within NEAR_BEST of
 # it (facts.fact_scores units). The relevance ranking's first paper is preferred by PAPER_PRIOR
@@ -519,11 +516,11 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: s
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
     papers alone: each one that holds a word of the follow-up is quoted by the sentence the
     cross-encoder reads as its best answer; a question about what a paper proposes quotes its
-    contribution sentence. A selection (`selecting`, or "Which of them …") keeps the papers
-    that hold the most of its own words, weighed by `weights` (followups.selected). Unless the
-    follow-up selects, one paper pointed at alone ("the first one", "it") is always read."""
+    contribution sentence. A selection (`selecting`: the chat's reading of the turn, "Which of
+    them …") keeps the papers that hold the most of its own words, weighed by `weights`
+    (followups.selected). Unless the follow-up selects, one paper pointed at alone ("the first
+    one", "it") is always read."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
-    selecting = selecting or bool(_SELECTION.search(question))
     if selecting and language == "English":
         # By the turn's own words (`query`): the standalone question names every paper.
         kept = [hits[i] for i in selected(query, [h.paper.title + " " + h.paper.text

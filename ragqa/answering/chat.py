@@ -57,6 +57,8 @@ _ZH_SINGULAR_REF = re.compile(r"这篇论文|这篇工作|该论文|该工作|�
 _ZH_ORDINAL = re.compile(r"(第一|第二|第三|第四|第五|最后一)篇(?:论文)?")
 _ZH_ORDINALS = {"第一": 0, "第二": 1, "第三": 2, "第四": 3, "第五": 4, "最后一": -1}
 _ZH_FRAME = re.compile(r"^\s*(?:那么|那)?(?:其中|它们之中|它们中|这些论文中|这些中)[，,]?\s*")
+# "… 中哪些 …" anywhere ("上述论文中哪些…"): a selection too.
+_ZH_SELECTS = re.compile(r"中[，,]?\s*哪(?:些|篇)")
 
 
 @dataclass
@@ -182,7 +184,7 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
         position = _ZH_ORDINALS[zh_ordinal.group(1)]
         return Resolution("about", (cited[position],)) if -len(cited) <= position < len(cited) \
             else Resolution("leave")
-    if _ZH_FRAME.search(question):
+    if _ZH_FRAME.search(question) or _ZH_SELECTS.search(question):
         return Resolution("select", tuple(cited))
     if _ZH_PLURAL_REF.search(question) or _ZH_SINGULAR_REF.search(question):
         # "it" after an answer citing several papers is one of them: search among them all.
