@@ -58,6 +58,8 @@ from ragqa.index.store import (
     open_client,
     validate_collection_name,
 )
+from ragqa.maps import collection_map as maps
+from ragqa.maps import trends as topic_trends
 from ragqa.models import LLM, Encoder
 from ragqa.models.encoders import make_encoder, make_multilingual_encoder
 from ragqa.models.llm import make_llm
@@ -65,10 +67,12 @@ from ragqa.requests import (
     AskRequest,
     ChatRequest,
     IngestRequest,
+    MapRequest,
     PapersRequest,
     SearchRequest,
     ShowRequest,
     SummarizeRequest,
+    TrendsRequest,
 )
 from ragqa.resources import seed_files
 from ragqa.retrieval.retriever import Retriever
@@ -289,7 +293,8 @@ def search_json(result: SearchResult, collection: str) -> dict:
     }
 
 
-def filters_of(request: SearchRequest | AskRequest | SummarizeRequest) -> Filters:
+def filters_of(request: SearchRequest | AskRequest | SummarizeRequest | TrendsRequest
+               ) -> Filters:
     return Filters(venue=request.venue, year=request.year, category=request.category)
 
 
@@ -327,13 +332,85 @@ def summarize(retriever: Retriever, request: SummarizeRequest, llm: LLM | None,
                                on_screen=on_screen)
 
 
-def summary_json(summary: Summary) -> dict:
-    return summaries.as_json(summary)
+def summary_json(summary: Summary, retriever: Retriever | None = None) -> dict:
+    """`summarize --json`; with the retriever, also the topic's papers per year (`trend`) when
+    the collection's papers span three or more years (else null)."""
+    return summaries.as_json(summary) | {
+        "trend": summary_trend(retriever, summary) if retriever is not None else None}
 
 
-def summary_markdown(summary: Summary) -> str:
-    """The summary as the Markdown `summarize --out` writes."""
-    return summaries.to_markdown(summary)
+def summary_trend(retriever: Retriever, summary: Summary) -> dict | None:
+    """The summary's papers per year against the collection's (None without a topic or without
+    three years of papers)."""
+    if not summary.topic or retriever.lexical is None:
+        return None
+    collection = retriever.lexical.all_papers()
+    if len({p.year for p in collection if p.year}) < topic_trends.MIN_YEARS:
+        return None
+    papers = [p for theme in summary.themes for p in theme.papers]
+    return topic_trends.as_json(topic_trends.count_by_year(summary.topic, papers, collection),
+                                retriever.store.name)
+
+
+def summary_markdown(summary: Summary, images: Sequence[tuple[str, str]] = ()) -> str:
+    """The summary as the Markdown `summarize --out` writes, with `images` ((alt text, file
+    name) each, written beside it) after the overview."""
+    return summaries.to_markdown(summary, images)
+
+
+def summary_pictures(retriever: Retriever, summary: Summary,
+                     on_progress: Callable[[str], None] | None = None) -> dict:
+    """What `summarize --out FILE.md` draws beside the text: the collection's map with the
+    summary's papers coloured by their themes (`map`, `focus`), and, when the collection's
+    papers span three or more years, the papers per year (`trend`, else None)."""
+    collection_map = maps.collection_map(retriever, on_progress)
+    papers = [p for theme in summary.themes for p in theme.papers]
+    focus = {"topic": summary.topic or "the whole collection",
+             "paper_ids": [p.paper_id for p in papers],
+             "themes": [t.name for t in summary.themes],
+             "theme_of": {p.paper_id: i for i, t in enumerate(summary.themes)
+                          for p in t.papers}}
+    return {"map": maps.as_json(collection_map, retriever.store.name), "focus": focus,
+            "trend": summary_trend(retriever, summary)}
+
+
+def paper_map(retriever: Retriever, request: MapRequest,
+              on_progress: Callable[[str], None] | None = None,
+              cached: dict | None = None) -> dict:
+    """`ragqa map`: every paper's place and theme, and the papers a list question returns
+    (`highlight`). `cached`: this state's map as an earlier call returned it (a server's)."""
+    result = cached if cached is not None and cached.get("state") == (
+        retriever.lexical.fingerprint if retriever.lexical else "") else maps.as_json(
+        maps.collection_map(retriever, on_progress), retriever.store.name)
+    if request.highlight:
+        hits = search(retriever, SearchRequest(question=request.highlight),
+                      sentences=False).hits
+        result = {**result, "highlight": {"question": request.highlight,
+                                          "paper_ids": [h.paper.paper_id for h in hits]}}
+    return result
+
+
+def map_digest(result: dict) -> dict:
+    """A map without its per-paper points (MCP's `collection_map`): the themes, and each
+    highlighted paper with its theme."""
+    points = result["points"]
+    row = {pid: i for i, pid in enumerate(points["paper_id"])}
+    digest = {k: v for k, v in result.items() if k != "points"}
+    if result.get("highlight"):
+        digest["highlight"] = result["highlight"] | {"papers": [
+            {"paper_id": pid, "title": points["title"][row[pid]],
+             "source": points["source"][row[pid]],
+             "theme": result["themes"][points["theme"][row[pid]]]["name"]}
+            for pid in result["highlight"]["paper_ids"] if pid in row]}
+    return digest
+
+
+def trends(retriever: Retriever, request: TrendsRequest) -> dict:
+    """`ragqa trends TOPIC`: the papers the list decision keeps for the topic, per year,
+    against the collection's papers per year."""
+    counted = topic_trends.trend(retriever, request.topic, filters_of(request),
+                                 foreign=is_foreign(request.topic))
+    return topic_trends.as_json(counted, retriever.store.name)
 
 
 def chat_turn(session: Session, request: ChatRequest, retriever: Retriever, llm: LLM | None,
@@ -442,6 +519,8 @@ class App:
         self._retriever: Retriever | None = None
         self._snapshot: str | None = None
         self._following = False  # see _follow_the_server
+        self._map: dict | None = None  # the map of the last state asked (`map`)
+        self._map_lock = threading.Lock()
 
     @classmethod
     def open(cls, collection: str | None = None) -> App:
@@ -606,9 +685,19 @@ class App:
     def summarize(self, request: SummarizeRequest, on_screen: Progress | None = None
                   ) -> tuple[dict, str]:
         """The `summarize --json` object and the Markdown `--out` writes."""
-        summary = summarize(self.retriever(), request, self.llm(request.llm),
-                            on_screen=on_screen)
-        return summary_json(summary), summary_markdown(summary)
+        retriever = self.retriever()
+        summary = summarize(retriever, request, self.llm(request.llm), on_screen=on_screen)
+        return summary_json(summary, retriever), summary_markdown(summary)
+
+    def map(self, request: MapRequest) -> dict:
+        """`map --json`; the map of each state is computed once and kept."""
+        retriever = self.retriever()
+        with self._map_lock:  # two first requests compute it once
+            self._map = paper_map(retriever, MapRequest(), cached=self._map)
+        return paper_map(retriever, request, cached=self._map)
+
+    def trends(self, request: TrendsRequest) -> dict:
+        return trends(self.retriever(), request)
 
     def papers(self, request: PapersRequest) -> dict:
         """A page of `papers --json`'s list (read page by page: a collection may hold 40,000)."""

@@ -182,6 +182,25 @@ class ShowRequest:
 
 
 @dataclass(frozen=True)
+class MapRequest:
+    highlight: str | None = option(None, "Mark the papers this list question returns.",
+                                   max_length=MAX_TEXT)
+
+    def __post_init__(self) -> None:
+        _check_bounds(self)
+        object.__setattr__(self, "highlight", clean_question(self.highlight or "") or None)
+
+
+@dataclass(frozen=True)
+class TrendsRequest(_Filtered):
+    topic: str = option("", "The topic whose papers are counted per year.", max_length=MAX_TEXT)
+
+    def __post_init__(self) -> None:
+        _check_bounds(self)
+        object.__setattr__(self, "topic", _question(self.topic))
+
+
+@dataclass(frozen=True)
 class IngestRequest:
     """Only the CLI ingests (a server answers from what was ingested)."""
 
@@ -204,5 +223,5 @@ class IngestRequest:
 OPERATIONS = {
     "search": SearchRequest, "ask": AskRequest, "chat": ChatRequest,
     "summarize": SummarizeRequest, "papers": PapersRequest, "show": ShowRequest,
-    "ingest": IngestRequest,
+    "map": MapRequest, "trends": TrendsRequest, "ingest": IngestRequest,
 }

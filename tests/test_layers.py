@@ -20,6 +20,7 @@ LAYERS = [
     ("retrieval", ("ragqa.retrieval",)),
     ("screening", ("ragqa.screening",)),
     ("answering", ("ragqa.answering",)),
+    ("maps", ("ragqa.maps",)),
     ("app", ("ragqa.app", "ragqa.requests", "ragqa.evaluate")),
     ("faces", ("ragqa.faces", "ragqa.__main__")),
 ]

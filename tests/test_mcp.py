@@ -16,7 +16,8 @@ from .helpers.serve import RagqaServer, comparable, server_env
 pytestmark = pytest.mark.server
 
 TOKEN = "mcp-token-canary-5c2e8a"
-TOOLS = {"search_papers", "ask", "get_paper", "list_papers", "summarize", "list_collections"}
+TOOLS = {"search_papers", "ask", "get_paper", "list_papers", "summarize", "list_collections",
+         "collection_map", "topic_trends"}
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,8 @@ async def _session(client, home) -> dict:
         "collections": ("list_collections", {}),
         "missing": ("get_paper", {"paper_id": "nosuchpaper"}),
         "empty": ("ask", {"question": "   "}),
+        "map": ("collection_map", {"highlight": FULL_DUPLEX}),
+        "trends": ("topic_trends", {"topic": "speech"}),
     }
     for key, (tool, arguments) in calls.items():
         out[key] = await client.call_tool(tool, arguments)
@@ -94,7 +97,19 @@ def _check(result: dict, home) -> None:
     # The SDK checks the declared bounds itself, before the tool runs (its own wording).
     assert result["bad_k"].is_error and "greater than or equal to 1" in \
         result["bad_k"].content[0].text
-    for bad in ("missing", "empty"):
+    # The map without its points; each highlighted paper with its theme.
+    from ragqa.app import map_digest
+
+    cli_map = map_digest(_cli_json(home, "map", "--highlight", FULL_DUPLEX))
+    assert {k: v for k, v in structured["map"].items() if k != "seconds"} == \
+        {k: v for k, v in cli_map.items() if k != "seconds"}
+    assert "points" not in structured["map"]
+    marked = structured["map"]["highlight"]["papers"]
+    assert len(marked) >= 2 and all(p["theme"] in {t["name"] for t in
+                                                   structured["map"]["themes"]} for p in marked)
+    # The seeds are all of 2026: no trend, said in one line.
+    assert result["trends"].is_error and "3 or more years" in result["trends"].content[0].text
+    for bad in ("missing", "empty", "trends"):
         assert result[bad].is_error
         message = result[bad].content[0].text
         assert len(message.splitlines()) == 1 and "Traceback" not in message

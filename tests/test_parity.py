@@ -36,7 +36,8 @@ NOT_OFFERED = {
 }
 
 MCP_TOOLS = {"search": "search_papers", "ask": "ask", "summarize": "summarize",
-             "papers": "list_papers", "show": "get_paper"}
+             "papers": "list_papers", "show": "get_paper", "map": "collection_map",
+             "trends": "topic_trends"}
 
 
 def cli_options() -> dict[str, set[str]]:
@@ -46,9 +47,10 @@ def cli_options() -> dict[str, set[str]]:
 
 
 def http_options() -> dict[str, set[str]]:
-    ask, search, summarize, chat = http._bodies()
+    ask, search, summarize, chat, paper_map, trends = http._bodies()
     options = {name: set(model.model_fields) for name, model in
-               (("ask", ask), ("search", search), ("summarize", summarize), ("chat", chat))}
+               (("ask", ask), ("search", search), ("summarize", summarize), ("chat", chat),
+                ("map", paper_map), ("trends", trends))}
     options["papers"] = {"offset", "limit"}  # GET /api/papers?offset=&limit=
     options["show"] = {"paper_id"}  # GET /api/papers/{paper_id}
     return options
@@ -87,7 +89,7 @@ def test_no_face_has_an_option_the_request_lacks():
 
 
 def test_http_bodies_carry_the_declared_bounds_and_help():
-    _, search, summarize, _ = http._bodies()
+    _, search, summarize, *_ = http._bodies()
     k = search.model_json_schema()["properties"]["k"]
     bounded = next(a for a in k["anyOf"] if a.get("type") == "integer")
     assert (bounded["minimum"], bounded["maximum"]) == (1, 500)

@@ -117,3 +117,26 @@ def test_theme_names_at_conference_scale_are_noun_phrases():
     names = theme_names([speech, graphs])
     assert names[0].lower().startswith("speech enhancement")
     assert names[1].lower().startswith("graph neural networks")
+
+
+def test_theme_names_keep_their_head_noun_and_drop_stray_capitals():
+    """"Deep reinforcement" was a name (the generic "learning" cut it off), and "REPresentation
+    Alignment" or "MAIN OUTCOME" kept the capitals of an acronym's spelling or a section
+    label; "Machine learning" names no theme of an ML collection."""
+    from ragqa.answering.summarize import theme_names
+    from ragqa.sources.paper import Paper
+
+    def paper(text: str) -> Paper:
+        return Paper(paper_id=str(abs(hash(text))), title="", text=text, source="x#1")
+
+    control = [paper(f"Deep reinforcement learning for robot control, case {i}. Our deep "
+                     "reinforcement learning agent uses machine learning.") for i in range(3)]
+    aligned = [paper(f"We add REPresentation Alignment (REPA) to diffusion, case {i}. "
+                     "REPresentation Alignment speeds training.") for i in range(3)]
+    trials = [paper(f"MAIN OUTCOME MEASURES: blood pressure in trial {i}. MAIN OUTCOME "
+                    "MEASURES were taken.") for i in range(3)]
+    names = theme_names([control, aligned, trials])
+    assert names[0].lower().startswith("deep reinforcement learning"), names
+    assert "machine learning" not in names[0].lower()
+    assert names[1].startswith("Representation alignment"), names
+    assert names[2].startswith("Main outcome"), names

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import numpy as np
 
@@ -54,13 +55,20 @@ SAMPLE_FOR_K = 2000
 OTHER = message("summary.other")  # a theme whose papers share no word
 LLM_CONCURRENCY = 4
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
-# Words that make no key phrase on their own ("real world", "wide range", "recent advances").
+# Words that make no key phrase on their own ("real world", "wide range", "recent advances",
+# "machine learning": a theme of a conference named "Machine learning" says nothing).
 _VAGUE = frozenset(re.findall(r"\w+", """
 real world wide range recent advances extensive experiments experimental results significant
 improvements existing large scale high low small quality efficient effective novel simple
 different various key important strong better best first second new current prior future
-state art level end based driven level wise time times step steps
+state art level end based driven level wise time times step steps machine deep
 """))
+# Generic words that still end a key phrase as its noun: without them "deep reinforcement
+# learning" was named "Deep reinforcement", "unified multimodal models" "Unified multimodal".
+_HEADS = frozenset("learning model models data task tasks problem problems framework "
+                   "frameworks method methods".split())
+# "REPresentation", "ALIgnment": capitals that spell an acronym out, not a name's.
+_ACRONYM_SPELLED = re.compile(r"[A-Z]{2,}[a-z]+")
 # Where a key phrase cannot run on: punctuation and brackets.
 _PHRASE_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”'’/]+|\s[-–—]\s")
 # Words that name no theme: English function words and the vocabulary of every abstract.
@@ -193,8 +201,10 @@ def _phrases(text: str) -> list[tuple[str, str]]:
         for start in range(len(words)):
             for size in (2, 3):
                 gram = lowered[start:start + size]
-                if len(gram) < size or any(w in _GENERIC for w in gram) \
-                        or all(w in _VAGUE for w in gram):
+                content = [w for w in gram if w not in _HEADS]
+                if len(gram) < size or any(w in _GENERIC for w in gram[:-1]) \
+                        or (gram[-1] in _GENERIC and gram[-1] not in _HEADS) \
+                        or len(content) < size - 1 or all(w in _VAGUE for w in content):
                     continue
                 found.append((" ".join(gram), " ".join(words[start:start + size])))
     return found
@@ -220,8 +230,16 @@ def _distinctive(groups: Sequence[Sequence[set[str]]], most: int) -> list[list[s
 
 
 def _written(phrase: str, forms: Counter) -> str:
-    """A phrase as the papers most often write it (lower case on a tie)."""
-    return max((n, form.islower(), form) for (p, form), n in forms.items() if p == phrase)[2]
+    """A phrase as the papers most often write it (lower case on a tie), without the capitals
+    of an acronym's spelling-out ("REPresentation Alignment") or of a section label ("MAIN
+    OUTCOME MEASURES"): a name's capitals are those of its acronyms and names."""
+    form = max((n, form.islower(), form) for (p, form), n in forms.items() if p == phrase)[2]
+    words = form.split()
+    shouting = sum(len(w) >= 4 and w.isupper() for w in words) >= 2
+    # A spelled-out acronym is title-cased throughout ("REPresentation Alignment"): all of it.
+    spelled = any(_ACRONYM_SPELLED.fullmatch(w) for w in words)
+    return " ".join(w.lower() if _ACRONYM_SPELLED.fullmatch(w) or (shouting and w.isupper())
+                    or (spelled and w.istitle()) else w for w in words)
 
 
 def theme_names(groups: Sequence[Sequence[Paper]]) -> list[str]:
@@ -494,11 +512,13 @@ def summary_mode(summary: Summary) -> str:
                    summary.language)
 
 
-def to_markdown(summary: Summary) -> str:
+def to_markdown(summary: Summary, images: Sequence[tuple[str, str]] = ()) -> str:
     """The summary as Markdown (`--out`, the page's download): every text from a paper, the
     user or a model made inert (no HTML, no link but to a web page) for viewers that render
-    HTML."""
+    HTML. `images`: (alt text, a file name beside the Markdown) shown after the overview."""
     lines = [f"# {inert_markdown(title_of(summary))}", "", inert_markdown(summary.overview), ""]
+    for alt, name in images:
+        lines += [f"![{inert_markdown(alt)}]({quote(name)})", ""]
     for theme in summary.themes:
         lines += [f"## {inert_markdown(theme_heading(theme, summary.language))}", "",
                   inert_markdown(theme.text), ""]

@@ -26,10 +26,12 @@ from ragqa.requests import (
     AskRequest,
     ChatRequest,
     IngestRequest,
+    MapRequest,
     PapersRequest,
     SearchRequest,
     ShowRequest,
     SummarizeRequest,
+    TrendsRequest,
     options_of,
 )
 from ragqa.text import clean_question, json_text, safe
@@ -532,17 +534,114 @@ def summarize(
                 retriever, request, model, on_progress=report,
                 on_screen=lambda done, expected: report(
                     f"Screening: {done} of ~{expected} candidates read"))
-        markdown = _ops().summary_markdown(summary)
+        images = _summary_pictures(out_file, retriever, summary, report) \
+            if out_file and summary.themes else []
+        markdown = _ops().summary_markdown(summary, images)
         if out_file:
             out_file.write_text(markdown, encoding="utf-8")
         _write_bib(bib, list(summary.references))
         if as_json:
-            out.json(_ops().summary_json(summary))
+            out.json(_ops().summary_json(summary, retriever))
         elif out_file:
             out.console.print(f"Wrote {out_file}: {len(summary.themes)} themes, "
                               f"{len(summary.references)} references")
         else:
             out.summary(markdown, summary)
+            trend = _ops().summary_trend(retriever, summary)
+            if trend is not None:
+                out.trend(trend, None)
+
+
+def _summary_pictures(out_file: Path, retriever: Retriever, summary: Any,
+                      report: Callable[[str], None]) -> list[tuple[str, str]]:
+    """The pictures `summarize --out FILE.md` writes beside it (FILE.map.png, and
+    FILE.trend.png when the papers span three or more years): (alt text, file name) each."""
+    from ragqa.faces.pictures import map_picture, trend_picture
+
+    drawn = _ops().summary_pictures(retriever, summary, on_progress=report)
+    written = []
+    map_file = out_file.with_name(f"{out_file.stem}.map.png")
+    map_picture(drawn["map"], map_file, focus=drawn["focus"])
+    written.append((f"The {len(drawn['focus']['paper_ids'])} papers on the map of the "
+                    "collection, coloured by theme", map_file.name))
+    if drawn["trend"] is not None:
+        trend_file = out_file.with_name(f"{out_file.stem}.trend.png")
+        trend_picture(drawn["trend"], trend_file)
+        written.append(("The papers per year", trend_file.name))
+    return written
+
+
+# ---------------------------------------------------------------- map and trends
+
+@app.command("map")
+def map_(
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="Write the map: .html (one file, interactive, offline), .png or .svg."
+        )] = None,
+    highlight: Annotated[str | None, typer.Option(
+        "--highlight", help=options_of(MapRequest)["highlight"][1].help)] = None,
+    collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """A map of the collection: every paper placed by its vectors, grouped into named themes."""
+    out = _renderer()
+    with _errors(debug):
+        request = MapRequest(highlight=highlight)
+        if out_file is not None:
+            if out_file.suffix.lower() not in (".html", ".png", ".svg"):
+                raise UserError(f"--out {out_file}: a map is written as .html, .png or .svg")
+            _check_out_file("--out", out_file)
+        settings, name = _ops().settings_for(collection)
+        retriever = _ops().open_for_query(settings, name, quiet=as_json)
+        with out.status(enabled=not as_json) as report:
+            result = _ops().paper_map(retriever, request, on_progress=report)
+        if out_file is not None:
+            _write_map(out_file, result)
+        if as_json:
+            out.json(result)
+        else:
+            out.paper_map(result, out_file)
+
+
+def _write_map(path: Path, result: dict) -> None:
+    if path.suffix.lower() == ".html":
+        from ragqa.faces.map_page import standalone_html
+
+        temporary = path.with_name(f".{path.name}.part")
+        temporary.write_text(standalone_html(result), encoding="utf-8")
+        temporary.replace(path)
+    else:
+        from ragqa.faces.pictures import map_picture
+
+        map_picture(result, path)
+
+
+@app.command()
+def trends(
+    topic: Annotated[str, typer.Argument(help=options_of(TrendsRequest)["topic"][1].help)],
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="Also draw the chart: .png or .svg.")] = None,
+    venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
+    collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """A topic over the years: its papers per year against the collection's."""
+    out = _renderer()
+    with _errors(debug):
+        request = TrendsRequest(topic=topic, venue=venue, year=year, category=category)
+        if out_file is not None:
+            from ragqa.faces.pictures import check_picture_path
+
+            check_picture_path("--out", out_file)
+        settings, name = _ops().settings_for(collection)
+        retriever = _ops().open_for_query(settings, name, quiet=as_json)
+        result = _ops().trends(retriever, request)
+        if out_file is not None:
+            from ragqa.faces.pictures import trend_picture
+
+            trend_picture(result, out_file)
+        if as_json:
+            out.json(result)
+        else:
+            out.trend(result, out_file)
 
 
 # ---------------------------------------------------------------- eval

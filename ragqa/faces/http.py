@@ -34,10 +34,12 @@ from ragqa.requests import (
     MAX_PAGE,
     AskRequest,
     ChatRequest,
+    MapRequest,
     PapersRequest,
     SearchRequest,
     ShowRequest,
     SummarizeRequest,
+    TrendsRequest,
     options_of,
 )
 from ragqa.text import json_text
@@ -154,7 +156,8 @@ class Guard:
 
 
 # The routes that cost seconds of CPU (or an LLM's time): at most `max_concurrent` run at once.
-EXPENSIVE = frozenset({"/api/ask", "/api/chat", "/api/summarize", "/v1/chat/completions"})
+EXPENSIVE = frozenset({"/api/ask", "/api/chat", "/api/summarize", "/api/map",
+                       "/v1/chat/completions"})
 DEFAULT_MAX_CONCURRENT = 4
 RETRY_AFTER_SECONDS = 2
 
@@ -333,7 +336,9 @@ def _bodies():
     return (body_model(AskRequest, "AskBody", stream=(bool, False)),
             body_model(SearchRequest, "SearchBody"),
             body_model(SummarizeRequest, "SummarizeBody"),
-            body_model(ChatRequest, "ChatBody", stream=(bool, False)))
+            body_model(ChatRequest, "ChatBody", stream=(bool, False)),
+            body_model(MapRequest, "MapBody"),
+            body_model(TrendsRequest, "TrendsBody"))
 
 
 def _request(request_type: type, body: Any) -> Any:
@@ -353,7 +358,7 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     from starlette.requests import Request
 
 
-    AskBody, SearchBody, SummarizeBody, ChatBody = _bodies()
+    AskBody, SearchBody, SummarizeBody, ChatBody, MapBody, TrendsBody = _bodies()
     mcp = _mcp_app(core, host)
     api = FastAPI(title="ragqa", version=__version__, docs_url=None, redoc_url=None,
                   lifespan=mcp.router.lifespan_context if mcp else None,
@@ -412,6 +417,14 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     def summarize(body: SummarizeBody) -> Any:  # type: ignore[valid-type]
         result = call(lambda: core.summarize(_request(SummarizeRequest, body)))
         return result[0] | {"markdown": result[1]} if isinstance(result, tuple) else result
+
+    @api.post("/api/map", summary="Every paper's place and theme: `ragqa map --json`")
+    def paper_map(body: MapBody) -> Any:  # type: ignore[valid-type]
+        return call(lambda: core.map(_request(MapRequest, body)))
+
+    @api.post("/api/trends", summary="A topic's papers per year: `ragqa trends --json`")
+    def trends(body: TrendsBody) -> Any:  # type: ignore[valid-type]
+        return call(lambda: core.trends(_request(TrendsRequest, body)))
 
     @api.get("/api/papers", summary="The collection's papers, a page at a time")
     def papers(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=MAX_PAGE)) -> Any:

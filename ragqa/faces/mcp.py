@@ -14,10 +14,12 @@ from ragqa import __version__
 from ragqa.errors import error_message
 from ragqa.requests import (
     AskRequest,
+    MapRequest,
     PapersRequest,
     SearchRequest,
     ShowRequest,
     SummarizeRequest,
+    TrendsRequest,
     options_of,
 )
 
@@ -28,7 +30,9 @@ INSTRUCTIONS = (
     "Search and cite ML-paper abstracts. search_papers finds the papers relevant to a question; "
     "ask answers with citations [n] that point at real, retrieved papers; get_paper gives one "
     "paper's full abstract and metadata; list_papers pages through the collection; summarize "
-    "writes a themed, cited literature summary of a topic or of the whole collection.")
+    "writes a themed, cited literature summary of a topic or of the whole collection; "
+    "collection_map names the collection's themes and says in which the papers of a question "
+    "fall; topic_trends counts a topic's papers per year.")
 
 
 def _param(request_type: type, name: str) -> Any:
@@ -120,6 +124,29 @@ def build(core: "App") -> Any:
         return run(lambda: core.summarize(SummarizeRequest(
             topic=topic, all=all, max_papers=max_papers, llm=llm, screen=screen, venue=venue,
             year=year, category=category))[0])
+
+    @server.tool(annotations=reads, description=(
+        "The map of the collection: its themes (theme, name, papers, and x, y: where its label "
+        "sits in the unit square) and, with highlight (a list question), the papers it returns "
+        "with the theme each falls in. Returns the `ragqa map --json` object without its "
+        "per-paper points (a conference's are megabytes): collection, papers, method, themes, "
+        "highlight {question, paper_ids, papers: [paper_id, title, source, theme]}."))
+    def collection_map(highlight: _param(MapRequest, "highlight") = None) -> dict[str, Any]:
+        from ragqa.app import map_digest
+
+        return run(lambda: map_digest(core.map(MapRequest(highlight=highlight))))
+
+    @server.tool(annotations=reads, description=(
+        "A topic's papers per year against the collection's papers per year (the papers the "
+        "list decision keeps for the topic). Returns the `ragqa trends --json` object: topic, "
+        "papers, years [{year, papers, collection, share}], without_year {papers, collection}, "
+        "results [paper_id, title, source, year, venue]. Needs papers of three or more years."))
+    def topic_trends(topic: _param(TrendsRequest, "topic"),
+                     venue: _param(TrendsRequest, "venue") = None,
+                     year: _param(TrendsRequest, "year") = None,
+                     category: _param(TrendsRequest, "category") = None) -> dict[str, Any]:
+        return run(lambda: core.trends(TrendsRequest(topic=topic, venue=venue, year=year,
+                                                     category=category)))
 
     @server.tool(annotations=reads, description=(
         "The collections of this ragqa store. Returns {\"current\": the collection the tools "

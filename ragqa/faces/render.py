@@ -284,6 +284,55 @@ class Renderer:
             self.console.print(f"[dim]{markup(paper.url)}[/]")
         self.console.print(f"\n{markup(paper.text)}\n")
 
+    # ------------------------------------------------------------ map and trends
+
+    def paper_map(self, result: dict, out_file: Any) -> None:
+        how = (f"computed in {result['seconds']:.0f} s" if result["seconds"] else "cached")
+        placed = f", {result['placed']} placed since the layout" if result["placed"] else ""
+        self.console.print(f"[bold]Map of {escape(result['collection'])}[/]: "
+                           f"{result['papers']:,} papers, {len(result['themes'])} themes "
+                           f"[dim]({escape(result['method'])}, {how}{placed})[/]")
+        marked = set((result.get("highlight") or {}).get("paper_ids", []))
+        in_theme: dict[int, int] = {}
+        for pid, theme in zip(result["points"]["paper_id"], result["points"]["theme"],
+                              strict=True):
+            if pid in marked:
+                in_theme[theme] = in_theme.get(theme, 0) + 1
+        table = Table(show_header=True)
+        table.add_column("theme")
+        table.add_column("papers", justify="right")
+        if marked:
+            table.add_column("highlighted", justify="right")
+        for theme in result["themes"]:
+            row = [markup(theme["name"]), str(theme["papers"])]
+            table.add_row(*row, *([str(in_theme.get(theme["theme"], 0))] if marked else []))
+        self.console.print(table)
+        if result.get("highlight"):
+            question = markup(result["highlight"]["question"])
+            self.console.print(f"{len(marked)} papers for “{question}” highlighted")
+        if out_file is not None:
+            self.console.print(f"Wrote {markup(str(out_file))}")
+
+    def trend(self, result: dict, out_file: Any) -> None:
+        self.console.print(f"[bold]“{markup(result['topic'])}”[/] in "
+                           f"{escape(result['collection'])}: {result['papers']} papers")
+        table = Table(show_header=True)
+        for column in ("year", "papers", "of the year's", "share"):
+            table.add_column(column, justify="right")
+        table.add_column("")
+        top = max((row["share"] for row in result["years"]), default=0) or 1
+        for row in result["years"]:
+            bar = "█" * round(20 * row["share"] / top)
+            table.add_row(str(row["year"]), str(row["papers"]), str(row["collection"]),
+                          f"{100 * row['share']:.1f}%", bar)
+        self.console.print(table)
+        apart = result["without_year"]
+        if apart["collection"]:
+            self.console.print(f"Without a year: {apart['papers']} of the topic's papers, "
+                               f"{apart['collection']} of the collection's (counted apart)")
+        if out_file is not None:
+            self.console.print(f"Wrote {markup(str(out_file))}")
+
     # ------------------------------------------------------------ doctor
 
     def doctor(self, settings: Settings, collection: str, checks: list[dict]) -> None:

@@ -19,6 +19,8 @@ const state = {
   summaryMarkdown: "",
   summaryTopic: "",
   panelOpener: null, // the element to give focus back to when the panel closes
+  map: null,         // the PaperMap of the Map view, drawn when first shown
+  mapHighlight: null, // {question, ids}: the papers of the latest list answer
   auth: false,
 };
 
@@ -204,9 +206,10 @@ function showView(name, { focus = true } = {}) {
   for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== `view-${name}`;
   if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
   if (focus) {
-    const first = { ask: "question", papers: "search-q", summary: "topic" }[name];
+    const first = { ask: "question", papers: "search-q", summary: "topic", map: "map-find" }[name];
     $(first).focus();
   }
+  if (name === "map") showMap();
 }
 
 // ------------------------------------------------------------------ answers as DOM
@@ -439,6 +442,7 @@ async function sendTurn(message, llm) {
         if (data.session_id) state.sessionId = data.session_id;
         if (data.session_secret) state.sessionSecret = data.session_secret;
         renderAnswer(turn, data);
+        rememberList(message, data);
       } else if (name === "error") {
         throw new ApiError(data.error || "the answer failed", 500);
       }
@@ -664,6 +668,7 @@ function renderSummary(summary) {
     : "Summary of the collection");
   $("summary-refs-heading").textContent = labels.references || "References";
   $("summary-overview").textContent = summary.overview || "";
+  renderTrend(summary.trend);
   const themes = $("summary-themes");
   themes.replaceChildren();
   for (const theme of summary.themes) {
@@ -698,6 +703,102 @@ function downloadMarkdown() {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+// ------------------------------------------------------------------ Map
+
+// A list answer's papers (its citations) are what the Map view highlights next.
+function rememberList(question, answer) {
+  const ids = (answer.citations || []).map((c) => c.paper_id);
+  if (ids.length > 1) state.mapHighlight = { question, ids };
+}
+
+function mapInfo() {
+  const data = state.map && state.map.data;
+  if (!data) return "";
+  const parts = [`${data.papers.toLocaleString()} papers in ${data.themes.length} themes`];
+  if (state.mapHighlight && state.map.highlighted.size) {
+    parts.push(`in red: the ${state.map.highlighted.size} papers of “${state.mapHighlight.question}”`);
+  }
+  parts.push("hover for a title, click to open a paper, drag to pan, scroll to zoom");
+  return parts.join(" · ");
+}
+
+async function showMap() {
+  if (!state.map) {
+    $("map-info").textContent = "Drawing the map (a large collection's first map takes minutes)…";
+    try {
+      const data = await getJson("api/map", { body: {} });
+      if (state.map) return; // drawn meanwhile
+      state.map = new PaperMap($("map-stage"), data, {
+        onOpen: (paperId) => openPaper(paperId, "", $("map-stage")),
+      });
+      const legend = $("map-legend");
+      legend.replaceChildren();
+      data.themes.forEach((t, i) => legend.append(el("li", {},
+        el("span", { class: "swatch", style: `background:${MAP_COLOURS[i % MAP_COLOURS.length]}` }),
+        `${t.name} (${t.papers})`)));
+    } catch (err) {
+      $("map-info").textContent = "";
+      if (err.status !== 401) showError(err.message);
+      return;
+    }
+  }
+  state.map.resize();
+  const marked = state.map.setHighlight(state.mapHighlight ? state.mapHighlight.ids : []);
+  $("map-clear").hidden = !marked;
+  $("map-info").textContent = mapInfo();
+}
+
+// A topic's papers per year as bars (an SVG built from elements, no markup from the server).
+function renderTrend(trend) {
+  const figure = $("summary-trend");
+  for (const old of figure.querySelectorAll("svg")) old.remove();
+  if (!trend || !trend.years.length) { figure.hidden = true; return; }
+  const ns = "http://www.w3.org/2000/svg";
+  const width = 640, height = 200, pad = 28;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("role", "img");
+  const top = Math.max(...trend.years.map((y) => y.share)) || 1;
+  const step = (width - 2 * pad) / trend.years.length;
+  trend.years.forEach((row, i) => {
+    const h = (height - 2 * pad) * (row.share / top);
+    const bar = document.createElementNS(ns, "rect");
+    bar.setAttribute("x", pad + i * step + 1);
+    bar.setAttribute("y", height - pad - h);
+    bar.setAttribute("width", Math.max(1, step - 2));
+    bar.setAttribute("height", h);
+    bar.setAttribute("class", "trend-bar");
+    const tip = document.createElementNS(ns, "title");
+    tip.textContent = `${row.year}: ${row.papers} of ${row.collection} papers (${(100 * row.share).toFixed(1)}%)`;
+    bar.append(tip);
+    svg.append(bar);
+    if (trend.years.length <= 16) {
+      const value = document.createElementNS(ns, "text");
+      value.setAttribute("x", pad + i * step + step / 2);
+      value.setAttribute("y", height - pad - h - 4);
+      value.setAttribute("text-anchor", "middle");
+      value.setAttribute("class", "trend-label");
+      value.textContent = `${(100 * row.share).toFixed(row.share < 0.1 ? 1 : 0)}%`;
+      svg.append(value);
+    }
+    if (trend.years.length <= 16 || i % Math.ceil(trend.years.length / 16) === 0) {
+      const label = document.createElementNS(ns, "text");
+      label.setAttribute("x", pad + i * step + step / 2);
+      label.setAttribute("y", height - pad + 14);
+      label.setAttribute("text-anchor", "middle");
+      label.setAttribute("class", "trend-label");
+      label.textContent = String(row.year);
+      svg.append(label);
+    }
+  });
+  svg.setAttribute("aria-label", `Share of each year's papers on ${trend.topic}`);
+  figure.prepend(svg);
+  const apart = trend.without_year.papers ? `; ${trend.without_year.papers} without a year` : "";
+  $("summary-trend-caption").textContent =
+    `Papers on “${trend.topic}” as a share of each year's papers (hover a bar for the counts)${apart}.`;
+  figure.hidden = false;
+}
+
 // ------------------------------------------------------------------ wiring
 
 function start() {
@@ -729,7 +830,20 @@ function start() {
     if (event.key === "Escape" && !$("token-dialog").open) closePanel();
   });
   const view = location.hash.slice(1);
-  showView(["ask", "papers", "summary"].includes(view) ? view : "ask", { focus: false });
+  $("map-find").addEventListener("input", (event) => {
+    if (!state.map) return;
+    const n = state.map.search(event.target.value);
+    $("map-info").textContent = event.target.value.trim() ? `${n} titles match` : mapInfo();
+  });
+  $("map-form").addEventListener("submit", (event) => event.preventDefault());
+  $("map-zoom-in").addEventListener("click", () => state.map && state.map.zoom(1.5));
+  $("map-zoom-out").addEventListener("click", () => state.map && state.map.zoom(1 / 1.5));
+  $("map-reset").addEventListener("click", () => state.map && state.map.reset());
+  $("map-clear").addEventListener("click", () => {
+    state.mapHighlight = null;
+    showMap();
+  });
+  showView(["ask", "papers", "summary", "map"].includes(view) ? view : "ask", { focus: false });
   loadHealth();
 }
 

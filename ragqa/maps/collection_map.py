@@ -1,0 +1,267 @@
+"""The map of a collection: every paper's point, its theme, the themes' names and places.
+
+A map is computed once per state of the collection (the BM25 snapshot's fingerprint) and kept
+beside the snapshots, in `maps/` of the collection's local folder. When papers were added
+since the last map, they are placed among their neighbours on it (`layout.place`) instead of
+laying everything out again, up to RELAYOUT_SHARE of the map; removed papers just leave it.
+Themes are the summaries' (`answering.summarize.choose_themes`, spherical k-means on the
+vectors) and are named by the summaries' namer, so that a map and a summary of the same papers
+speak of the same themes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragqa.answering.messages import message
+from ragqa.answering.summarize import OTHER, choose_themes, theme_names
+from ragqa.index.store import local_dir
+from ragqa.maps.layout import fit_layout, method_name, place
+from ragqa.sources.paper import Paper
+
+if TYPE_CHECKING:
+    from ragqa.retrieval.retriever import Retriever
+
+# Papers added since the last layout are placed on it while they are at most this share of the
+# map; beyond it the map is laid out again. A placed paper keeps fewer of its neighbours than a
+# laid-out one (0.33 against 0.40 of its 10 nearest, bench/maps/placing.py), and papers placed
+# among each other drift from where a layout would put them: a tenth of the map is the bound
+# chosen, not fitted.
+RELAYOUT_SHARE = 0.10
+# A theme is named from its most central papers: naming all 37,932 papers of `scale` took 208 s,
+# its themes' 400 most central ones 3.1 s, with names on the same subjects (1 of 9 the same
+# words; "Gene expression and stem cells" / "Stem cells and transcription factors", and the
+# all-papers one had "Confidence interval and MAIN OUTCOME"): bench/maps/naming.py.
+NAMING_PAPERS = 400
+CACHE_VERSION = 1
+KEEP_MAPS = 2  # cached maps kept per collection: the newest ones
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class MapTheme:
+    name: str
+    size: int
+    x: float  # where its label goes: the member nearest the middle of its points
+    y: float
+
+
+@dataclass
+class CollectionMap:
+    state: str  # the snapshot fingerprint this map is of
+    method: str
+    papers: list[Paper]
+    points: np.ndarray  # (n, 2) in the unit square
+    theme_of: np.ndarray  # each paper's index into `themes`
+    themes: list[MapTheme]
+    placed: int = 0  # papers placed among their neighbours since the last layout
+    seconds: float = 0.0  # what computing it took (0 when read from the cache)
+    index_of: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.index_of = {p.paper_id: i for i, p in enumerate(self.papers)}
+
+
+def collection_map(retriever: Retriever, progress: Progress | None = None) -> CollectionMap:
+    """The map of the collection as it is now: read from the cache, extended with the papers
+    added since, or computed."""
+    say = progress or (lambda text: None)
+    index = retriever.lexical
+    papers = index.all_papers() if index is not None else []
+    state = index.fingerprint if index is not None else ""
+    folder = local_dir(retriever.store.settings, retriever.store.name) / "maps"
+    if not papers:
+        return CollectionMap(state, "", [], np.zeros((0, 2)), np.zeros(0, dtype=np.int64), [])
+    cached = _read(folder, state)
+    if cached is not None:
+        return _assemble({**cached, "seconds": 0.0}, papers, state)
+    started = time.perf_counter()
+    ids = [p.paper_id for p in papers]
+    say(f"Reading {len(ids):,} vectors")
+    vectors = _unit(retriever.store.paper_vectors(ids))
+    latest = _read_latest(folder)
+    data = _extended(latest, ids, vectors) if latest is not None else None
+    if data is None:
+        data = _computed(papers, vectors, say)
+    data["state"] = state
+    data["seconds"] = time.perf_counter() - started
+    _write(folder, state, data)
+    return _assemble(data, papers, state)
+
+
+# ------------------------------------------------------------------ computing
+
+def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress) -> dict:
+    n = len(papers)
+    points = fit_layout(vectors, progress=say)
+    say(f"Grouping {n:,} papers into themes")
+    labels = choose_themes(vectors)
+    order = _by_size(labels)
+    labels = np.array([order[label] for label in labels], dtype=np.int64)
+    say("Naming the themes")
+    names = _names(papers, vectors, labels)
+    centres = _centres(vectors, labels, len(names))
+    return {"ids": [p.paper_id for p in papers], "points": points, "labels": labels,
+            "names": names, "centres": centres, "placed": 0,
+            "method": method_name() if n >= 2 else "one paper"}
+
+
+def _by_size(labels: np.ndarray) -> dict[int, int]:
+    """Old label -> new label, the largest theme first."""
+    counts = np.bincount(labels) if len(labels) else np.zeros(0, dtype=np.int64)
+    ranked = sorted(range(len(counts)), key=lambda label: (-counts[label], label))
+    return {old: new for new, old in enumerate(ranked)}
+
+
+def _names(papers: Sequence[Paper], vectors: np.ndarray, labels: np.ndarray) -> list[str]:
+    groups = []
+    for label in range(int(labels.max()) + 1 if len(labels) else 0):
+        members = np.flatnonzero(labels == label)
+        centre = vectors[members].mean(axis=0)
+        central = members[np.argsort(-(vectors[members] @ centre))][:NAMING_PAPERS]
+        groups.append([papers[i] for i in central])
+    return [message("summary.other") if name == OTHER else name
+            for name in theme_names(groups)]
+
+
+def _centres(vectors: np.ndarray, labels: np.ndarray, count: int) -> np.ndarray:
+    centres = np.zeros((count, vectors.shape[1] if vectors.ndim == 2 else 0))
+    for label in range(count):
+        mean = vectors[labels == label].mean(axis=0)
+        centres[label] = mean / (np.linalg.norm(mean) or 1.0)
+    return centres
+
+
+def _extended(latest: dict, ids: list[str], vectors: np.ndarray) -> dict | None:
+    """The latest map with the papers added since placed on it and the removed ones gone;
+    None when too much changed (or nothing of it is left) to keep it."""
+    old_index = {pid: i for i, pid in enumerate(latest["ids"])}
+    kept = [i for i, pid in enumerate(ids) if pid in old_index]
+    new = [i for i, pid in enumerate(ids) if pid not in old_index]
+    placed = int(latest["placed"]) + len(new)
+    if not kept or len(latest["centres"]) == 0 or len(ids) < 2 \
+            or placed > RELAYOUT_SHARE * len(ids) or vectors.shape[1] != latest["centres"].shape[1]:
+        return None
+    points = np.zeros((len(ids), 2))
+    labels = np.zeros(len(ids), dtype=np.int64)
+    source = np.array([old_index[ids[i]] for i in kept])
+    points[kept] = latest["points"][source]
+    labels[kept] = latest["labels"][source]
+    if new:
+        points[new] = place(vectors[new], vectors[kept], points[kept])
+        labels[new] = np.argmax(vectors[new] @ latest["centres"].T, axis=1)
+    return {"ids": ids, "points": points, "labels": labels, "names": list(latest["names"]),
+            "centres": latest["centres"], "placed": placed, "method": str(latest["method"])}
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+# ------------------------------------------------------------------ the cache
+
+def _file(folder: Path, state: str) -> Path:
+    return folder / f"map-{state[:32]}.npz"
+
+
+def _write(folder: Path, state: str, data: dict) -> None:
+    """Atomically (a reader sees a whole map or none); the oldest maps beyond KEEP_MAPS go."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"version": CACHE_VERSION, "state": state, "names": data["names"],
+            "placed": data["placed"], "method": data["method"],
+            "seconds": round(float(data["seconds"]), 2)}
+    temporary = folder / f".map-{os.getpid()}-{time.monotonic_ns()}.npz"
+    with open(temporary, "wb") as handle:
+        np.savez(handle, ids=np.array(data["ids"], dtype=str), points=data["points"],
+                 labels=data["labels"], centres=data["centres"],
+                 meta=np.array(json.dumps(meta)))
+    os.replace(temporary, _file(folder, state))
+    maps = sorted(folder.glob("map-*.npz"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in maps[KEEP_MAPS:]:
+        old.unlink(missing_ok=True)
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            meta = json.loads(str(stored["meta"]))
+            if meta.get("version") != CACHE_VERSION:
+                return None
+            return {"ids": [str(x) for x in stored["ids"]], "points": stored["points"],
+                    "labels": stored["labels"], "centres": stored["centres"], **meta}
+    except (OSError, ValueError, KeyError):  # a damaged or foreign file: computed again
+        return None
+
+
+def _read(folder: Path, state: str) -> dict | None:
+    path = _file(folder, state)
+    data = _load(path) if path.is_file() else None
+    return data if data is not None and data["state"] == state else None
+
+
+def _read_latest(folder: Path) -> dict | None:
+    if not folder.is_dir():
+        return None
+    for path in sorted(folder.glob("map-*.npz"), key=lambda p: p.stat().st_mtime,
+                       reverse=True):
+        data = _load(path)
+        if data is not None:
+            return data
+    return None
+
+
+# ------------------------------------------------------------------ the result
+
+def _assemble(data: dict, papers: list[Paper], state: str) -> CollectionMap:
+    by_id = {p.paper_id: p for p in papers}
+    rows = [i for i, pid in enumerate(data["ids"]) if pid in by_id]
+    ordered = [by_id[data["ids"][i]] for i in rows]
+    points = np.asarray(data["points"], dtype=np.float64)[rows] if rows else np.zeros((0, 2))
+    labels = np.asarray(data["labels"], dtype=np.int64)[rows] if rows else np.zeros(0, int)
+    themes = []
+    for label, name in enumerate(data["names"]):
+        members = np.flatnonzero(labels == label)
+        if not len(members):
+            continue
+        middle = np.median(points[members], axis=0)
+        anchor = members[np.argmin(((points[members] - middle) ** 2).sum(axis=1))]
+        themes.append((label, MapTheme(str(name), len(members), float(points[anchor, 0]),
+                                       float(points[anchor, 1]))))
+    renumber = {old: new for new, (old, _) in enumerate(themes)}
+    theme_of = np.array([renumber[int(label)] for label in labels], dtype=np.int64)
+    return CollectionMap(state, str(data["method"]), ordered, points, theme_of,
+                         [theme for _, theme in themes], int(data["placed"]),
+                         float(data.get("seconds", 0.0)))
+
+
+def as_json(cmap: CollectionMap, collection: str,
+            highlight: tuple[str, list[str]] | None = None) -> dict:
+    """`ragqa map --json`: the themes, and the points as columns (one list per field, in the
+    same order), so that 37,932 papers cost a few MB, not one object each."""
+    papers = cmap.papers
+    return {
+        "collection": collection, "papers": len(papers), "state": cmap.state,
+        "method": cmap.method, "placed": cmap.placed, "seconds": round(cmap.seconds, 2),
+        "themes": [{"theme": i, "name": t.name, "papers": t.size, "x": round(t.x, 5),
+                    "y": round(t.y, 5)} for i, t in enumerate(cmap.themes)],
+        "points": {
+            "paper_id": [p.paper_id for p in papers], "title": [p.title for p in papers],
+            "source": [p.source for p in papers], "venue": [p.venue for p in papers],
+            "year": [p.year for p in papers], "url": [p.url for p in papers],
+            "x": [round(float(v), 5) for v in cmap.points[:, 0]],
+            "y": [round(float(v), 5) for v in cmap.points[:, 1]],
+            "theme": [int(t) for t in cmap.theme_of],
+        },
+        "highlight": {"question": highlight[0], "paper_ids": highlight[1]}
+        if highlight else None,
+    }

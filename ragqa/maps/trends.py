@@ -1,0 +1,102 @@
+"""A topic over the years: its papers per year against the collection's papers per year.
+
+The topic's papers are the ones the list decision keeps for it, as for "which papers are
+about TOPIC?" and for a summary of TOPIC, so that the counts are the papers a user would be
+shown. Papers without a year are counted apart, never in a year.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ragqa.errors import UserError
+from ragqa.retrieval.fitted import LIST_MODEL
+from ragqa.retrieval.question import strip_frame
+from ragqa.retrieval.types import Filters
+from ragqa.sources.paper import Paper
+
+if TYPE_CHECKING:
+    from ragqa.retrieval.retriever import Retriever
+
+MIN_YEARS = 3  # fewer years than this are no trend to draw
+
+
+@dataclass
+class YearCount:
+    year: int
+    papers: int  # the topic's
+    collection: int  # all of the collection's (within the filters)
+
+    @property
+    def share(self) -> float:
+        return self.papers / self.collection if self.collection else 0.0
+
+
+@dataclass
+class Trend:
+    topic: str
+    years: list[YearCount]  # every year from the first to the last, gaps as zero
+    without_year: YearCount  # year 0: the papers that carry none
+    papers: list[Paper]  # the topic's, best first
+
+
+def topic_papers(retriever: Retriever, topic: str, filters: Filters | None = None,
+                 foreign: bool = False) -> list[Paper]:
+    """The papers the list decision keeps for `topic` (a question in another language searched
+    with the multilingual vectors)."""
+    if foreign:
+        result = retriever.search_foreign(topic, filters=filters, sentences=False,
+                                          rule=LIST_MODEL)
+    else:
+        result = retriever.search(topic, filters=filters, sentences=False, rule=LIST_MODEL)
+    return [hit.paper for hit in result.hits]
+
+
+def count_by_year(topic: str, papers: Sequence[Paper], collection: Sequence[Paper]) -> Trend:
+    """The topic's `papers` and the `collection`'s per year, every year from the first to the
+    last (a gap is a row of zeros)."""
+    mine = Counter(p.year or 0 for p in papers)
+    everyone = Counter(p.year or 0 for p in collection)
+    years = sorted(y for y in everyone if y)
+    span = range(years[0], years[-1] + 1) if years else range(0)
+    return Trend(topic, [YearCount(y, mine[y], everyone[y]) for y in span],
+                 YearCount(0, mine[0], everyone[0]), list(papers))
+
+
+def trend(retriever: Retriever, topic: str, filters: Filters | None = None,
+          foreign: bool = False) -> Trend:
+    """`ragqa trends TOPIC`: the topic's papers per year, and the collection's."""
+    filters = filters or Filters()
+    collection = [p for p in retriever.lexical.all_papers() if filters.admits(p)] \
+        if retriever.lexical is not None else []
+    # Checked before searching: a collection of one year needs no search to say so.
+    years = {p.year for p in collection if p.year}
+    if len(years) < MIN_YEARS:
+        raise UserError(f"the collection's papers carry {_years(sorted(years))}: a trend "
+                        f"needs papers of {MIN_YEARS} or more years")
+    papers = topic_papers(retriever, topic, filters, foreign)
+    return count_by_year(strip_frame(topic), papers, collection)
+
+
+def _years(years: Sequence[int]) -> str:
+    if not years:
+        return "no year"
+    if len(years) == 1:
+        return f"one year ({years[0]})"
+    return f"{len(years)} years ({', '.join(map(str, years))})"
+
+
+def as_json(trend: Trend, collection: str) -> dict:
+    return {
+        "topic": trend.topic, "collection": collection,
+        "papers": len(trend.papers),
+        "years": [{"year": c.year, "papers": c.papers, "collection": c.collection,
+                   "share": round(c.share, 4)} for c in trend.years],
+        "without_year": {"papers": trend.without_year.papers,
+                         "collection": trend.without_year.collection},
+        "results": [{"paper_id": p.paper_id, "title": p.title, "source": p.source,
+                     "year": p.year, "venue": p.venue} for p in trend.papers],
+    }

@@ -1,0 +1,406 @@
+"""The map of a collection (`ragqa map`), a topic over the years (`ragqa trends`) and a
+summary's pictures, through the real CLI, the real embedder and Chroma; the HTML map and the web
+page's Map view in headless Chromium (tests/test_web.py's browser and server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import FULL_DUPLEX, Ragqa
+from .test_web import (  # noqa: F401 (fixtures)
+    _css,
+    _open,
+    _post,
+    _start_serve,
+    _visible,
+    _wait,
+    browser,
+    server,
+    web_home,
+)
+
+MLCONF = Path(__file__).resolve().parents[2] / "shared" / "data" / "mlconf" / "corpus.jsonl.gz"
+
+# Where screenshots go besides the test's temp folder (set it to look at them after a run).
+SHOTS = os.environ.get("RAGQA_TEST_SCREENSHOTS")
+
+
+def _shot(driver, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.png"
+    driver.save_screenshot(str(path))
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(SHOTS) / path.name)
+    return path
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is no PNG"
+    return struct.unpack(">II", header[16:24])
+
+
+def _map_json(ragqa: Ragqa, *args: str) -> dict:
+    result = ragqa("map", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and \
+        a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
+
+
+# ---------------------------------------------------------------- the map's data
+
+
+def test_the_map_places_every_paper_in_named_themes_and_is_kept(seeded, home):
+    first = _map_json(seeded)
+    points = first["points"]
+    assert first["papers"] == 29 == len(points["paper_id"]) == len(points["x"])
+    assert len(set(points["paper_id"])) == 29
+    assert all(0 <= v <= 1 for v in points["x"] + points["y"])
+    assert first["method"].startswith("openTSNE")
+    assert 2 <= len(first["themes"]) <= 10
+    assert sum(t["papers"] for t in first["themes"]) == 29
+    for theme in first["themes"]:
+        # Names a reader understands: words, no truncated phrase, no stray capitals.
+        assert re.fullmatch(r"[A-Z][\w\- ]+", theme["name"]), theme["name"]
+        assert not theme["name"].endswith((" and", " of", " for", " the"))
+    assert {t for t in points["theme"]} == set(range(len(first["themes"])))
+    # Computed once per state of the collection: the second call reads it back.
+    second = _map_json(seeded)
+    assert second["seconds"] == 0 and second["points"] == points
+    assert list((home / "indexes" / "local" / "default" / "maps").glob("map-*.npz"))
+
+
+def test_a_paper_added_later_is_placed_among_its_neighbours(seeded, tmp_path):
+    before = _map_json(seeded)
+    paper = {"id": "late-speech-0001", "title": "Full-duplex spoken dialogue with "
+             "simultaneous listening and speaking",
+             "abstract": "We build a full-duplex speech dialogue model that listens while it "
+             "speaks, handling interruptions and backchannels in real time.",
+             "venue": "ICML", "year": 2026}
+    source = tmp_path / "late.jsonl"
+    source.write_text(json.dumps(paper) + "\n", encoding="utf-8")
+    assert seeded("ingest", str(source), "--quiet").exit_code == 0
+    after = _map_json(seeded)
+    assert after["papers"] == 30 and after["placed"] == 1
+    old = dict(zip(before["points"]["paper_id"], zip(before["points"]["x"],
+                                                      before["points"]["y"], strict=True),
+                   strict=True))
+    new = dict(zip(after["points"]["paper_id"], zip(after["points"]["x"], after["points"]["y"],
+                                                    strict=True), strict=True))
+    assert all(new[pid] == xy for pid, xy in old.items()), "the laid-out papers stayed put"
+    # Among the full-duplex speech papers: nearer to them than the average paper is.
+    speech = [new[pid] for pid in _list_ids(seeded, FULL_DUPLEX)]
+    placed = np.array(new["late-speech-0001"])
+    to_speech = np.mean([np.linalg.norm(placed - np.array(xy)) for xy in speech])
+    to_all = np.mean([np.linalg.norm(placed - np.array(xy)) for xy in old.values()])
+    assert to_speech < to_all
+
+
+def _list_ids(ragqa: Ragqa, question: str) -> list[str]:
+    result = ragqa("search", question, "--json")
+    assert result.exit_code == 0, result.output
+    return [r["paper_id"] for r in json.loads(result.stdout)["results"]]
+
+
+def test_highlight_marks_the_papers_the_list_question_returns(seeded):
+    result = _map_json(seeded, "--highlight", FULL_DUPLEX)
+    assert result["highlight"]["question"] == FULL_DUPLEX
+    assert result["highlight"]["paper_ids"] == _list_ids(seeded, FULL_DUPLEX)
+    assert len(result["highlight"]["paper_ids"]) >= 2
+
+
+def test_the_map_uses_the_english_vectors_of_a_multilingual_collection(seeded, home):
+    """The seeds' collection keeps multilingual vectors too (their Chinese header): the map is
+    laid out from the English ones, the ones every paper has."""
+    from ragqa.app import open_for_query, settings_for
+    from ragqa.maps.layout import fit_layout
+
+    assert seeded("ingest", "--multilingual", "--quiet").exit_code == 0
+    result = _map_json(seeded)
+    settings, name = settings_for(None)
+    retriever = open_for_query(settings, name, quiet=True)
+    assert retriever.store.multilingual_embedder()
+    english = retriever.store.paper_vectors(result["points"]["paper_id"])
+    assert english.shape[1] == 384  # MiniLM's, not e5's
+    expected = fit_layout(english / np.linalg.norm(english, axis=1, keepdims=True))
+    got = np.column_stack([result["points"]["x"], result["points"]["y"]])
+    assert np.allclose(got, expected, atol=1e-4)
+
+
+# ---------------------------------------------------------------- small and empty collections
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_collection_of_one_or_two_papers_gives_a_picture(ragqa, tmp_path, count):
+    source = tmp_path / "few.jsonl"
+    source.write_text("".join(json.dumps({
+        "id": f"few-{i}", "title": title, "abstract": abstract, "year": 2020 + i})
+        + "\n" for i, (title, abstract) in enumerate([
+            ("Drip irrigation schedules for greenhouse tomatoes",
+             "Drip irrigation at dawn saves a third of the water with the same yield."),
+            ("Graph neural networks for molecule property prediction",
+             "Message passing over molecular graphs predicts solubility and toxicity."),
+        ][:count])), encoding="utf-8")
+    assert ragqa("ingest", str(source), "--quiet").exit_code == 0
+    result = _map_json(ragqa)
+    assert result["papers"] == count and len(result["themes"]) == 1
+    picture = tmp_path / "few.png"
+    assert ragqa("map", "--out", str(picture)).exit_code == 0
+    assert _png_size(picture) == (1600, 1000)
+
+
+def test_an_empty_collection_or_a_wrong_file_type_is_one_clear_line(ragqa, seeded, tmp_path):
+    result = seeded("map", "-c", "nothing", "--out", str(tmp_path / "m.png"))
+    assert result.exit_code == 2
+    assert "holds no papers" in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / "m.png").exists()
+    result = seeded("map", "--out", str(tmp_path / "m.pdf"))
+    assert result.exit_code == 2 and ".html, .png or .svg" in result.stderr
+    assert not (tmp_path / "m.pdf").exists()
+
+
+# ---------------------------------------------------------------- pictures and the HTML file
+
+
+def test_png_and_svg_maps_are_written_for_a_report(seeded, tmp_path):
+    png, svg = tmp_path / "map.png", tmp_path / "map.svg"
+    assert seeded("map", "--out", str(png), "--highlight", FULL_DUPLEX).exit_code == 0
+    assert _png_size(png) == (1600, 1000)
+    assert seeded("map", "--out", str(svg)).exit_code == 0
+    text = svg.read_text(encoding="utf-8")
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    names = [t["name"] for t in _map_json(seeded)["themes"]]
+    # matplotlib writes text as glyphs; each label is named in a comment beside them
+    assert sum(name in text for name in names) >= 1
+    assert not list(tmp_path.glob(".*part"))
+
+
+def test_the_html_map_is_one_offline_file_with_points_labels_search_and_highlight(
+        seeded, tmp_path, browser):  # noqa: F811
+    page = tmp_path / "map.html"
+    result = seeded("map", "--out", str(page), "--highlight", FULL_DUPLEX)
+    assert result.exit_code == 0, result.output
+    text = page.read_text(encoding="utf-8")
+    # Self-contained: no script, style or image from anywhere else.
+    assert not re.search(r"<(?:script|link|img)[^>]+(?:src|href)=", text)
+    browser.get(page.as_uri())
+    _wait(browser, lambda d: d.execute_script("return !!window.paperMap"))
+    state = browser.execute_script(
+        "const m = window.paperMap; return {n: m.n, marked: m.highlighted.size, "
+        "labels: m.drawnLabels, frames: m.frameTimes.length};")
+    assert state["n"] == 29
+    assert state["marked"] == len(_list_ids(seeded, FULL_DUPLEX))
+    assert state["frames"] >= 1 and state["labels"]
+    labels = state["labels"]
+    assert not any(_overlap(a, b) for i, a in enumerate(labels) for b in labels[i + 1:])
+    # The search box marks the titles holding its words.
+    box = _css(browser, "#find")[0]
+    box.send_keys("Voice")
+    _wait(browser, lambda d: "titles match" in _css(d, "#found")[0].text)
+    matched = browser.execute_script("return window.paperMap.matched.size")
+    titles = _map_json(seeded)["points"]["title"]
+    assert matched == sum("voice" in t.lower() for t in titles) > 0
+    _shot(browser, tmp_path, "html-map-seeds")
+    # Hover names the paper under the pointer; a click shows it below the map.
+    x, y = browser.execute_script(
+        "const m = window.paperMap; const [x, y] = m.toScreen(0); return [x, y];")
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    canvas = _css(browser, "canvas")[0]
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, int(x - size["width"] / 2), int(y - size["height"] / 2)).click().perform()
+    _wait(browser, lambda d: titles[0][:20] in _css(d, "#paper")[0].text)
+
+
+# ---------------------------------------------------------------- trends
+
+
+def _years_fixture(path: Path) -> dict[int, int]:
+    """Papers of 2019-2023: speech recognition grows, image segmentation stays; three of the
+    speech papers carry no year."""
+    speech = ["end-to-end speech recognition with a conformer encoder",
+              "streaming automatic speech recognition for low-latency transcription",
+              "self-supervised speech representations improve low-resource recognition",
+              "speech recognition of accented English with data augmentation",
+              "multilingual speech recognition across one hundred languages"]
+    vision = ["semantic image segmentation with a lightweight decoder",
+              "instance segmentation of cells in microscopy images",
+              "panoptic segmentation of street scenes for autonomous driving"]
+    rows, per_year = [], {}
+    for year, grow in zip(range(2019, 2024), (1, 1, 2, 3, 5), strict=True):
+        for i in range(grow):
+            rows.append({"id": f"s-{year}-{i}", "year": year, "title": speech[i].capitalize(),
+                         "abstract": f"We study {speech[i]}. Our model lowers the word error "
+                         f"rate of automatic speech recognition on benchmark audio."})
+        for i in range(3):
+            rows.append({"id": f"v-{year}-{i}", "year": year, "title": vision[i].capitalize(),
+                         "abstract": f"We study {vision[i]}. Our network labels every pixel "
+                         f"of the image with its segment."})
+        per_year[year] = grow + 3
+    for i in range(3):
+        rows.append({"id": f"s-none-{i}", "title": speech[i].capitalize() + " revisited",
+                     "abstract": f"We revisit {speech[i]} for automatic speech recognition "
+                     "of audio, lowering the word error rate."})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return per_year
+
+
+def test_trends_count_a_topics_papers_per_year_against_the_collection(ragqa, tmp_path):
+    per_year = _years_fixture(tmp_path / "years.jsonl")
+    assert ragqa("ingest", str(tmp_path / "years.jsonl"), "--quiet").exit_code == 0
+    result = ragqa("trends", "speech recognition", "--json")
+    assert result.exit_code == 0, result.output
+    trend = json.loads(result.stdout)
+    assert [row["year"] for row in trend["years"]] == list(range(2019, 2024))
+    assert {row["year"]: row["collection"] for row in trend["years"]} == per_year
+    assert trend["without_year"] == {"papers": trend["without_year"]["papers"],
+                                     "collection": 3}
+    found = {r["paper_id"] for r in trend["results"]}
+    assert not any(pid.startswith("v-") for pid in found), "no segmentation paper"
+    speech = {f"s-{y}-{i}" for y, n in zip(range(2019, 2024), (1, 1, 2, 3, 5), strict=True)
+              for i in range(n)}
+    assert len(found & speech) >= 0.8 * len(speech)
+    counts = [row["papers"] for row in trend["years"]]
+    assert counts[-1] > counts[0], "the topic grows"
+    assert sum(counts) + trend["without_year"]["papers"] == trend["papers"] == len(found)
+    picture = tmp_path / "trend.svg"
+    text = ragqa("trends", "speech recognition", "--out", str(picture))
+    assert text.exit_code == 0 and "2023" in text.stdout and "Without a year" in text.stdout
+    assert "<svg" in picture.read_text(encoding="utf-8")
+
+
+def test_trends_on_a_collection_of_one_year_say_so(seeded, tmp_path):
+    result = seeded("trends", "speech")
+    assert result.exit_code == 2
+    assert "one year (2026)" in result.stderr and "3 or more years" in result.stderr
+    result = seeded("trends", "speech", "--out", str(tmp_path / "t.gif"))
+    assert result.exit_code == 2 and ".png or .svg" in result.stderr
+
+
+# ---------------------------------------------------------------- summaries with pictures
+
+
+def test_summarize_out_writes_the_topics_map_beside_the_markdown(ragqa, tmp_path):
+    _years_fixture(tmp_path / "years.jsonl")
+    assert ragqa("ingest", str(tmp_path / "years.jsonl"), "--quiet").exit_code == 0
+    out = tmp_path / "report" / "speech.md"
+    out.parent.mkdir()
+    result = ragqa("summarize", "speech recognition", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    markdown = out.read_text(encoding="utf-8")
+    assert "![" in markdown and "(speech.map.png)" in markdown
+    assert "(speech.trend.png)" in markdown
+    assert _png_size(out.parent / "speech.map.png") == (1600, 1000)
+    assert _png_size(out.parent / "speech.trend.png") == (1600, 1000)
+    summary = json.loads(ragqa("summarize", "speech recognition", "--json").stdout)
+    assert summary["trend"]["years"][-1]["year"] == 2023
+    shown = ragqa("summarize", "speech recognition").stdout  # the terminal gets the table
+    assert re.search(r"2023\W+\d+\W+8\W", shown) and "Without a year" in shown
+
+
+# ---------------------------------------------------------------- the web page's Map view
+
+
+def test_the_map_view_draws_the_collection_highlights_a_list_and_opens_papers(
+        server, browser, tmp_path):  # noqa: F811 (tests/test_web.py's fixtures)
+    from selenium.webdriver.common.keys import Keys
+
+    _open(browser, server, "ask")
+    box = _css(browser, "#question")[0]
+    box.send_keys(FULL_DUPLEX)
+    box.send_keys(Keys.ENTER)
+    _wait(browser, lambda d: d.find_elements("css selector", "#thread .turn .refs-list li"))
+    cited = len(_css(browser, "#thread .turn .refs .refs-list li"))
+    _css(browser, '.view-tab[data-view="map"]')[0].click()
+    _wait(browser, lambda d: d.execute_script("return !!(window.state && state.map) || "
+                                              "!!document.querySelector('#map-stage canvas')"))
+    _wait(browser, lambda d: "in red" in _css(d, "#map-info")[0].text)
+    view = browser.execute_script(
+        "const m = state.map; return {n: m.n, marked: m.highlighted.size, "
+        "labels: m.drawnLabels, legend: document.querySelectorAll('#map-legend li').length};")
+    health = _post(server.url + "/api/map", {})
+    assert view["n"] == health["papers"] == 30
+    assert view["marked"] == cited >= 2
+    assert view["labels"] and view["legend"] == len(health["themes"])
+    _shot(browser, tmp_path, "web-map-view")
+    # A click on a point opens the paper panel citations open.
+    x, y = browser.execute_script("return state.map.toScreen(0);")
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    canvas = _css(browser, "#map-stage canvas")[0]
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, int(x - size["width"] / 2), int(y - size["height"] / 2)).click().perform()
+    _visible(browser, "#panel")
+    _wait(browser, lambda d: _css(d, "#panel-title")[0].text
+          == health["points"]["title"][0])
+
+
+def test_the_map_and_trends_over_http_answer_json_errors(server):  # noqa: F811
+    import urllib.error
+
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _post(server.url + "/api/trends", {"topic": "speech"})
+    assert refused.value.code == 400
+    assert "3 or more years" in json.load(refused.value)["error"]
+    marked = _post(server.url + "/api/map", {"highlight": FULL_DUPLEX})
+    assert len(marked["highlight"]["paper_ids"]) >= 2
+
+
+def test_a_summary_over_several_years_shows_its_trend_in_the_page(ragqa, home, tmp_path,
+                                                                  browser):  # noqa: F811
+    _years_fixture(tmp_path / "years.jsonl")
+    assert ragqa("ingest", str(tmp_path / "years.jsonl"), "--quiet").exit_code == 0
+    served = _start_serve(home)
+    try:
+        _open(browser, served, "summary")
+        _css(browser, "#topic")[0].send_keys("speech recognition")
+        _css(browser, "#summary-submit")[0].click()
+        _visible(browser, "#summary-trend")
+        bars = _css(browser, "#summary-trend rect.trend-bar")
+        assert len(bars) == 5  # 2019-2023
+        caption = _css(browser, "#summary-trend-caption")[0].text
+        assert "speech recognition" in caption and "without a year" in caption
+        _shot(browser, tmp_path, "web-summary-trend")
+    finally:
+        served.stop()
+
+
+def test_a_conference_slice_of_fifteen_years_gets_a_map_and_trends(ragqa, tmp_path):
+    """ACML 2010-2024 from ../shared/data/mlconf (814 papers; skipped where the data is
+    absent): the map and a topic's papers per year, counted against the file itself."""
+    if not MLCONF.is_file():
+        pytest.skip(f"no mlconf data at {MLCONF}")
+    import gzip
+    from collections import Counter
+
+    with gzip.open(MLCONF, "rt", encoding="utf-8") as lines:
+        rows = [r for r in map(json.loads, lines) if r.get("venue") == "acml"]
+    per_year = Counter(r["year"] for r in rows)
+    assert ragqa("ingest", str(MLCONF), "--where", "venue=acml", "-c", "acml",
+                 "--quiet").exit_code == 0
+    picture = tmp_path / "acml.png"
+    result = ragqa("map", "-c", "acml", "--out", str(picture), "--highlight",
+                   "Which papers study multi-label classification?")
+    assert result.exit_code == 0, result.output
+    assert _png_size(picture) == (1600, 1000)
+    shown = _map_json(ragqa, "-c", "acml")
+    assert shown["papers"] == len(rows) and len(shown["themes"]) >= 3
+    trend = json.loads(ragqa("trends", "multi-label classification", "-c", "acml",
+                             "--json").stdout)
+    assert {row["year"]: row["collection"] for row in trend["years"]} == dict(per_year)
+    assert 3 <= trend["papers"] < len(rows) / 4
+    assert all(row["papers"] <= row["collection"] for row in trend["years"])
