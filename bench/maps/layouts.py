@@ -15,7 +15,8 @@ Each method runs in subprocesses of its own (fresh imports, isolated peak RSS):
   --clear-numba-cache the numba on-disk caches of umap, pynndescent and pacmap are deleted first,
   so it is the first map after an install), then the median of 3 further fits;
 - full (each further size): one fit after warm-up fits on the small sample and on 5,000 points,
-  so that numba's compilation is not counted, and the process's peak RSS (ru_maxrss) and its RSS before fitting;
+  so that numba's compilation is not counted, and the process's peak RSS (ru_maxrss) and its
+  RSS before fitting;
 - transform: a fit on all but 200 points (default_rng(2)) and the time to place those 200 with the
   library's transform, then a second transform of the same 200, timed apart, as the first call
   may build an index lazily; at the largest size where the method's full fit took under
@@ -39,6 +40,7 @@ Writes the JSON to --out and a markdown table beside it (same name, .md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -115,7 +117,7 @@ def knn_layout(y: np.ndarray, queries: np.ndarray, block: int = 250) -> np.ndarr
 def preservation(x: np.ndarray, y: np.ndarray, queries: np.ndarray) -> float:
     a = knn_original(x, queries)
     b = knn_layout(y, queries)
-    shared = [len(np.intersect1d(ra, rb, assume_unique=True)) for ra, rb in zip(a, b)]
+    shared = [len(np.intersect1d(ra, rb, assume_unique=True)) for ra, rb in zip(a, b, strict=True)]
     return float(np.mean(shared) / K)
 
 
@@ -185,7 +187,8 @@ class Layout:
 
 
 def library_version(method: str) -> str | None:
-    name = {"pca": "numpy", "umap": "umap-learn", "opentsne": "openTSNE", "pacmap": "pacmap"}[method]
+    name = {"pca": "numpy", "umap": "umap-learn", "opentsne": "openTSNE",
+            "pacmap": "pacmap"}[method]
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -426,7 +429,8 @@ def run_phase(args, phase: str, method: str, size: int, timeout: float) -> dict:
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as expired:
-        stderr = expired.stderr.decode() if isinstance(expired.stderr, bytes) else (expired.stderr or "")
+        stderr = expired.stderr.decode() if isinstance(expired.stderr, bytes) \
+            else (expired.stderr or "")
         print(f"    stopped after {timeout:.0f} s", flush=True)
         return {"timed_out_after_s": timeout, "stderr_tail": stderr[-2000:]}
     wall = time.perf_counter() - started
@@ -450,7 +454,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vectors", default="/tmp/v38k.npz")
     parser.add_argument("--sizes", default="1000,37932",
-                        help="comma-separated; the first is the small size (first call + 3 repeats)")
+                        help="comma-separated; the first is the small size "
+                        "(first call + 3 repeats)")
     parser.add_argument("--methods", default="pca,umap,opentsne,pacmap")
     parser.add_argument("--out", default="bench/results/map_layouts.json")
     parser.add_argument("--timeout", type=float, default=900.0,
@@ -481,10 +486,8 @@ def main() -> None:
     phases = {p.strip() for p in args.phases.split(",") if p.strip()}
     versions = {}
     for package in PACKAGES:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            pass
     report = {"meta": {"vectors": args.vectors, "total": total, "sizes": sizes, "methods": methods,
                        "python": platform.python_version(), "cpus": os.cpu_count(),
                        "versions": versions, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -503,9 +506,8 @@ def main() -> None:
             largest = sizes[-1]
             full = res["full"].get(str(largest), {})
             fit_s = full.get("fit_s")
-            if len(sizes) == 1:
-                t_size = largest
-            elif fit_s is not None and fit_s < TRANSFORM_FULL_LIMIT_S:
+            if len(sizes) == 1 or "full" not in phases or \
+                    fit_s is not None and fit_s < TRANSFORM_FULL_LIMIT_S:
                 t_size = largest
             else:
                 t_size = min(TRANSFORM_FALLBACK_SIZE, total)
@@ -553,15 +555,16 @@ def markdown(report: dict) -> str:
         lines.append("| " + " | ".join([
             method, _fmt(small.get("import_s")), _fmt(small.get("first_fit_s")),
             _fmt(small.get("median_fit_s")), _fmt(fit_big, 1), _fmt(small.get("knn10"), 3),
-            _fmt(full.get("knn10"), 3), _fmt(tr.get("n")), (f"{tr['transform_200_s']:.2f} ({tr['transform_200_again_s']:.2f})"
-                                         if "transform_200_again_s" in tr else "–"),
+            _fmt(full.get("knn10"), 3), _fmt(tr.get("n")),
+            (f"{tr['transform_200_s']:.2f} ({tr['transform_200_again_s']:.2f})"
+             if "transform_200_again_s" in tr else "–"),
             _fmt(tr.get("knn10_placed200"), 3), _fmt(tr.get("knn10_fitted200_same_layout"), 3),
             _fmt(full.get("peak_rss_mib"), 0), _fmt(full.get("fit_others_cpu_s"), 1)]) + " |")
     un = report["results"].get("umap", {}).get("umap_unseeded")
     if un and "fit_s" in un:
         lines += ["", f"umap random_state=None, n_jobs=2 @{un['n']}: fits "
                   + ", ".join(f"{t:.1f} s" for t in un["fit_s"])
-                  + f"; kNN@10 " + ", ".join(f"{v:.3f}" for v in un["knn10"])
+                  + "; kNN@10 " + ", ".join(f"{v:.3f}" for v in un["knn10"])
                   + f"; the two layouts identical: {un['identical']}"]
     return "\n".join(lines) + "\n"
 

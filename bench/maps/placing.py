@@ -1,8 +1,9 @@
 """Papers added after a map was laid out: placed among their neighbours (ragqa's
 `layout.place`, the medoid of the points of their 5 nearest laid-out papers; `--variants`
 also the other rules tried) against openTSNE's own `transform` (which starts from about there
-and optimises), and against laying everything out again. Neighbourhood kept = the share of a placed paper's 10 nearest
-papers in the vectors (cosine) that are among its 10 nearest on the map.
+and optimises), and against laying everything out again. Neighbourhood kept = the share of a
+placed paper's 10 nearest papers in the vectors (cosine) that are among its 10 nearest on the
+map.
 
     python bench/maps/placing.py --vectors /tmp/v38k.npz --sizes 5000,37932 --placed 200
     (the vectors: python bench/maps/dump_vectors.py --home H --collection C --out F.npz)

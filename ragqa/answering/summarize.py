@@ -65,8 +65,8 @@ state art level end based driven level wise time times step steps machine deep
 """))
 # Generic words that still end a key phrase as its noun: without them "deep reinforcement
 # learning" was named "Deep reinforcement", "unified multimodal models" "Unified multimodal".
-_HEADS = frozenset("learning model models data task tasks problem problems framework "
-                   "frameworks method methods".split())
+_HEADS = frozenset(("learning", "model", "models", "data", "task", "tasks", "problem",
+                    "problems", "framework", "frameworks", "method", "methods"))
 # "REPresentation", "ALIgnment": capitals that spell an acronym out, not a name's.
 _ACRONYM_SPELLED = re.compile(r"[A-Z]{2,}[a-z]+")
 # Where a key phrase cannot run on: punctuation and brackets.

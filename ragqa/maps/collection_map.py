@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 # among each other drift from where a layout would put them: a tenth of the map is the bound
 # chosen, not fitted.
 RELAYOUT_SHARE = 0.10
-# A theme is named from its most central papers: naming all 37,932 papers of `scale` took 208 s,
-# its themes' 400 most central ones 3.1 s, with names on the same subjects (1 of 9 the same
-# words; "Gene expression and stem cells" / "Stem cells and transcription factors", and the
-# all-papers one had "Confidence interval and MAIN OUTCOME"): bench/maps/naming.py.
+# A theme is named from its most central papers: naming all 37,932 papers of `scale` took 239 s,
+# its themes' 400 most central ones 3.6 s, with names on the same subjects (2 of 9 word for
+# word; "Gene expression and stem cells" / "Stem cells and transcription factors"):
+# bench/maps/naming.py.
 NAMING_PAPERS = 400
 CACHE_VERSION = 1
 KEEP_MAPS = 2  # cached maps kept per collection: the newest ones
