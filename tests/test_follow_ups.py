@@ -100,3 +100,16 @@ def test_a_named_tool_no_paper_uses_gets_no_list(seeded, chat):
                   "Which papers use AlphaFold or FoldNet features?"):
         found = json.loads(seeded("ask", asked, "--json").stdout)
         assert "prot-foldnet" in _ids(found), asked  # of alternatives, one is enough
+
+
+def test_an_everyday_subject_no_paper_holds_gets_no_list(seeded, chat):
+    """"Vaccine" is in no paper; folding and designing proteins are (two fixture papers, close
+    in meaning): a topic of a few words with a word no paper uses is a near miss, not a list of
+    the neighbours. With that word a paper uses, the neighbours are the list."""
+    missing = json.loads(seeded("ask", "Which papers design protein structures for vaccine "
+                                "candidates?", "--json").stdout)
+    assert missing["citations"] == []
+    assert {"prot-diffusion", "prot-foldnet"} & {p["paper_id"] for p in missing["closest"]}
+    present = json.loads(seeded("ask", "Which papers design protein structures for "
+                                "diffusion candidates?", "--json").stdout)
+    assert "prot-diffusion" in _ids(present)

@@ -3,12 +3,14 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--round 1|2] [--split dev|heldout|all]
+    python bench/reading/blind.py --home DIR [--round 1|2|3] [--split dev|heldout|all]
         [--only chats|near_misses] [--cases]
 
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
 (`heldout`) for the first change; round 2 (chats_blind2.jsonl, near_misses_blind2.jsonl, all
-`heldout`), written later by other helpers on other papers and terms, measures the next.
+`heldout`), written later by other helpers on other papers and terms, measures the next;
+round 3 (near_misses_blind3.jsonl only, all `heldout`, two thirds of its near misses and
+controls hinging on ordinary words) the one after (NEAR_MISSES_BLIND3.md).
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -120,9 +122,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=[1, 2],
+    parser.add_argument("--round", type=int, default=1, choices=[1, 2, 3],
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
-                             "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout)")
+                             "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
+                             "3: near_misses_blind3.jsonl (all heldout; no chats)")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)

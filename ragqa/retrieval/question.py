@@ -45,6 +45,7 @@ _FRAMES = [
     r"(?:is|are) there (?:any|some)?",
     r"(?:do|does) (?:any|some) (?:of the )?",
     r"(?:which|what)",
+    r"(?:anything|something|stuff|things?)(?: (?:new|else|interesting|relevant))?",
     r"(?:any|all|some|every|the|those|these|other)",
     r"(?:recent|relevant|related|existing|accepted)",
     r"(?:papers?|works?|studies|study|articles?|abstracts?|publications?|research|"
