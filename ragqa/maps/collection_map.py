@@ -41,7 +41,7 @@ RELAYOUT_SHARE = 0.10
 # word; "Gene expression and stem cells" / "Stem cells and transcription factors"):
 # bench/maps/naming.py.
 NAMING_PAPERS = 400
-CACHE_VERSION = 1
+CACHE_VERSION = 1  # raise it when the layout, the themes or their names are made differently
 KEEP_MAPS = 2  # cached maps kept per collection: the newest ones
 
 Progress = Callable[[str], None]
