@@ -375,6 +375,15 @@ def test_a_summary_over_several_years_shows_its_trend_in_the_page(ragqa, home, t
         caption = _css(browser, "#summary-trend-caption")[0].text
         assert "speech recognition" in caption and "without a year" in caption
         _shot(browser, tmp_path, "web-summary-trend")
+        # The Map view's trend box: `ragqa trends` in the page.
+        _css(browser, '.view-tab[data-view="map"]')[0].click()
+        _css(browser, "#trend-topic")[0].send_keys("speech recognition")
+        _css(browser, "#trend-submit")[0].click()
+        _visible(browser, "#map-trend")
+        assert len(_css(browser, "#map-trend rect.trend-bar")) == 5
+        trend = _post(served.url + "/api/trends", {"topic": "speech recognition"})
+        assert _css(browser, "#map-trend-caption")[0].text.startswith(
+            f"{trend['papers']} papers on “speech recognition”")
     finally:
         served.stop()
 

@@ -749,8 +749,8 @@ async function showMap() {
 }
 
 // A topic's papers per year as bars (an SVG built from elements, no markup from the server).
-function renderTrend(trend) {
-  const figure = $("summary-trend");
+function renderTrend(trend, figureId = "summary-trend") {
+  const figure = $(figureId);
   for (const old of figure.querySelectorAll("svg")) old.remove();
   if (!trend || !trend.years.length) { figure.hidden = true; return; }
   const ns = "http://www.w3.org/2000/svg";
@@ -794,9 +794,25 @@ function renderTrend(trend) {
   svg.setAttribute("aria-label", `Share of each year's papers on ${trend.topic}`);
   figure.prepend(svg);
   const apart = trend.without_year.papers ? `; ${trend.without_year.papers} without a year` : "";
-  $("summary-trend-caption").textContent =
-    `Papers on “${trend.topic}” as a share of each year's papers (hover a bar for the counts)${apart}.`;
+  $(`${figureId}-caption`).textContent = `${trend.papers} papers on “${trend.topic}”: their ` +
+    `share of each year's papers (hover a bar for the counts)${apart}.`;
   figure.hidden = false;
+}
+
+async function showTrend(event) {
+  event.preventDefault();
+  const topic = $("trend-topic").value.trim();
+  if (!topic) return;
+  showError("");
+  $("trend-submit").disabled = true;
+  try {
+    renderTrend(await getJson("api/trends", { body: { topic } }), "map-trend");
+  } catch (err) {
+    $("map-trend").hidden = true;
+    if (err.status !== 401) showError(err.message);
+  } finally {
+    $("trend-submit").disabled = false;
+  }
 }
 
 // ------------------------------------------------------------------ wiring
@@ -836,6 +852,7 @@ function start() {
     $("map-info").textContent = event.target.value.trim() ? `${n} titles match` : mapInfo();
   });
   $("map-form").addEventListener("submit", (event) => event.preventDefault());
+  $("trend-form").addEventListener("submit", showTrend);
   $("map-zoom-in").addEventListener("click", () => state.map && state.map.zoom(1.5));
   $("map-zoom-out").addEventListener("click", () => state.map && state.map.zoom(1 / 1.5));
   $("map-reset").addEventListener("click", () => state.map && state.map.reset());
