@@ -245,7 +245,13 @@ def test_summarize_is_the_cli_summary_plus_markdown(api, served, tmp_path):
     out = tmp_path / "summary.md"
     expected = _cli_json(served, "summarize", "speech", "--llm", "none", "--out", str(out))
     markdown = response.pop("markdown")
-    assert response == expected and markdown == out.read_text(encoding="utf-8")
+    # --out also writes the map beside the file and shows it after the overview: the server's
+    # Markdown is the same text without the picture (nothing is written on the server).
+    written = out.read_text(encoding="utf-8")
+    assert "![" in written and (tmp_path / "summary.map.png").is_file()
+    assert response == expected and markdown == "".join(
+        line for line in written.splitlines(keepends=True) if not line.startswith("![")
+    ).replace("\n\n\n", "\n\n")
     assert markdown.startswith("# Summary: speech")
     for body in ({}, {"topic": "speech", "all": True}):
         bad = api("POST", "/api/summarize", json=body, headers=AUTH)

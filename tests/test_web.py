@@ -457,10 +457,10 @@ def test_a_title_holding_script_renders_as_text(server, browser):
     [title] = [t for t in _css(browser, "#paper-list .paper-title") if t.text == XSS_TITLE]
     title.click()
     _wait(browser, lambda d: _css(d, "#panel-title")[0].text == XSS_TITLE)
-    # No element came out of the title: no <img>, and the only script is the page's own app.js.
+    # No element came out of the title: no <img>, and the only scripts are the page's own.
     assert browser.execute_script("return document.images.length") == 0
     assert browser.execute_script("return [...document.scripts].map(s => s.src)") == \
-        [server.url + "/static/app.js"]
+        [server.url + "/static/map.js", server.url + "/static/app.js"]
     _assert_no_alert(browser)
 
 

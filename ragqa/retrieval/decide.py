@@ -32,6 +32,7 @@ KEY_TERM_TOPIC_WORDS = 3
 # collection words otherwise) at every size, real list questions silenced 0 up to 7 words and 1
 # at 8: 6 keeps a word of margin.
 NEAR_MISS_TOPIC_WORDS = 6
+_LATIN = re.compile(r"[a-z]")
 
 
 # ---------------------------------------------------------------- claims: the relevance cut
@@ -111,7 +112,10 @@ def names_unknown_subject(index: LexicalIndex, query: str,
     wording, which papers rarely share: the calibrated decision alone decides. On the judged
     dev sets this flags four of the twenty absent topics and none of the 64 real ones
     (NEAR_MISS_TOPIC_WORDS)."""
-    parts = [_term_groups(index, sub) for sub in understand(query).subqueries]
+    # Words in another script ("总结关于 full-duplex speech 的论文", a summary's topic) are not
+    # the collection's to judge: only the English words count.
+    parts = [[g for g in _term_groups(index, sub) if _LATIN.search(g[0])]
+             for sub in understand(query).subqueries]
     short = [groups for groups in parts if 0 < len(groups) <= words]
     if not short or not _names_unknown_word(index, parts[0]):
         return False
