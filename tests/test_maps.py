@@ -156,6 +156,7 @@ def test_a_collection_of_one_or_two_papers_gives_a_picture(ragqa, tmp_path, coun
     assert ragqa("ingest", str(source), "--quiet").exit_code == 0
     result = _map_json(ragqa)
     assert result["papers"] == count and len(result["themes"]) == 1
+    assert result["method"] == ("one paper" if count == 1 else "PCA")
     picture = tmp_path / "few.png"
     assert ragqa("map", "--out", str(picture)).exit_code == 0
     assert _png_size(picture) == (1600, 1000)

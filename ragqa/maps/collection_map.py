@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,10 +65,6 @@ class CollectionMap:
     themes: list[MapTheme]
     placed: int = 0  # papers placed among their neighbours since the last layout
     seconds: float = 0.0  # what computing it took (0 when read from the cache)
-    index_of: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.index_of = {p.paper_id: i for i, p in enumerate(self.papers)}
 
 
 def collection_map(retriever: Retriever, progress: Progress | None = None) -> CollectionMap:
@@ -112,7 +108,7 @@ def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress) -> di
     centres = _centres(vectors, labels, len(names))
     return {"ids": [p.paper_id for p in papers], "points": points, "labels": labels,
             "names": names, "centres": centres, "placed": 0,
-            "method": method_name() if n >= 2 else "one paper"}
+            "method": method_name(n)}
 
 
 def _by_size(labels: np.ndarray) -> dict[int, int]:

@@ -28,11 +28,15 @@ METHOD = "openTSNE"
 Progress = Callable[[str], None]
 
 
-def method_name() -> str:
-    """The layout method with its library version, as the map's JSON reports it."""
+def method_name(n: int) -> str:
+    """How `fit_layout` lays out n papers, as the map's JSON reports it."""
     from importlib.metadata import version
 
-    return f"{METHOD} {version('openTSNE')}"
+    if n < 2:
+        return "one paper"
+    if n < MIN_TSNE_PAPERS:
+        return "PCA"
+    return f"{METHOD} {version('openTSNE')}" + (" (FFT)" if n >= FFT_FROM else "")
 
 
 def fit_layout(vectors: np.ndarray, seed: int = 0, progress: Progress | None = None
