@@ -44,12 +44,17 @@ def _save(plt, figure, path: Path) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def _plain(text: str) -> str:
+    """Text matplotlib shows as written: a "$" would start its math mode ("$5 or $10")."""
+    return text.replace("$", r"\$")
+
+
 def _wrapped(text: str, width: int = 34) -> str:
     """A legend entry on lines of at most `width` characters (the legend's column is ~30 %
     of the picture)."""
     import textwrap
 
-    return "\n".join(textwrap.wrap(text, width)) or text
+    return _plain("\n".join(textwrap.wrap(text, width)) or text)
 
 
 def _point_size(n: int) -> float:
@@ -63,7 +68,7 @@ def _labels(axes, figure, labels: Sequence[tuple[str, float, float]]) -> None:
     placed = []
     for name, x, y in labels:
         for dy in (0, 14, -14, 28, -28):
-            text = axes.annotate(name, (x, y), xytext=(0, dy), textcoords="offset points",
+            text = axes.annotate(_plain(name), (x, y), xytext=(0, dy), textcoords="offset points",
                                  ha="center", va="center", fontsize=12, weight="bold",
                                  color="#222",
                                  bbox={"boxstyle": "round,pad=0.25", "fc": "white",
@@ -134,7 +139,7 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> None:
     axes.set_xlim(-0.02, 1.02)
     axes.set_ylim(-0.02, 1.02)
     axes.set_aspect("equal")
-    figure.suptitle(title, fontsize=14)
+    figure.suptitle(_plain(title), fontsize=14)
     _labels(axes, figure, labels)
     _save(plt, figure, path)
 
@@ -147,7 +152,7 @@ def trend_picture(result: dict, path: Path) -> None:
     years = [row["year"] for row in result["years"]]
     counts = [row["papers"] for row in result["years"]]
     shares = [100 * row["share"] for row in result["years"]]
-    axes.bar(years, counts, color="#4e79a7", label=f"papers on “{result['topic']}”")
+    axes.bar(years, counts, color="#4e79a7", label=_plain(f"papers on “{result['topic']}”"))
     axes.set_ylabel("papers on the topic", fontsize=12)
     axes.set_xlabel("year", fontsize=12)
     axes.tick_params(labelsize=11)
@@ -163,6 +168,6 @@ def trend_picture(result: dict, path: Path) -> None:
     axes.legend(handles[0] + more[0], handles[1] + more[1], loc="upper left", fontsize=11)
     apart = result["without_year"]
     note = f" ({apart['papers']} of its papers carry no year)" if apart["papers"] else ""
-    figure.suptitle(f"“{result['topic']}” in {result['collection']}: {result['papers']} "
-                    f"papers{note}", fontsize=14)
+    figure.suptitle(_plain(f"“{result['topic']}” in {result['collection']}: "
+                           f"{result['papers']} papers{note}"), fontsize=14)
     _save(plt, figure, path)
