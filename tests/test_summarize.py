@@ -103,12 +103,15 @@ def test_offline_theme_names_are_phrases_and_sentences_are_contributions(seeded)
     assert "We provide examples, model weights" not in text  # Hibiki-Zero's background line
 
 
-def test_theme_names_at_conference_scale_are_noun_phrases():
-    from ragqa.answering.summarize import theme_names
+def paper(text: str):
+    """A paper of just this text (for the namer)."""
     from ragqa.sources.paper import Paper
 
-    def paper(text: str) -> Paper:
-        return Paper(paper_id=str(abs(hash(text))), title="", text=text, source="x#1")
+    return Paper(paper_id=str(abs(hash(text))), title="", text=text, source="x#1")
+
+
+def test_theme_names_at_conference_scale_are_noun_phrases():
+    from ragqa.answering.summarize import theme_names
 
     speech = [paper(f"We study speech enhancement with diffusion, case {i}. Speech enhancement "
                     "removes noise.") for i in range(3)]
@@ -124,10 +127,6 @@ def test_theme_names_keep_their_head_noun_and_drop_stray_capitals():
     Alignment" or "MAIN OUTCOME" kept the capitals of an acronym's spelling or a section
     label; "Machine learning" names no theme of an ML collection."""
     from ragqa.answering.summarize import theme_names
-    from ragqa.sources.paper import Paper
-
-    def paper(text: str) -> Paper:
-        return Paper(paper_id=str(abs(hash(text))), title="", text=text, source="x#1")
 
     control = [paper(f"Deep reinforcement learning for robot control, case {i}. Our deep "
                      "reinforcement learning agent uses machine learning.") for i in range(3)]
