@@ -281,9 +281,13 @@ class LexicalIndex:
         calibration was made without it)."""
         out: list[str] = []
         for term in terms(query, query=True):
-            extensions = self._extensions(term) if extend and self._df(term) == 0 else []
-            out.extend(extensions or [term])
+            out.extend(self.forms(term) if extend else [term])
         return out  # a word the question repeats weighs more, as BM25 has it
+
+    def forms(self, stem: str) -> list[str]:
+        """A stemmed term as this collection writes it: itself, or, when no paper uses it, the
+        collection's most frequent words that extend it (`query_terms`)."""
+        return ([stem] if self._df(stem) else self._extensions(stem)) or [stem]
 
     def document_frequency(self, term: str) -> int:
         """How many papers hold the (stemmed) term."""

@@ -216,12 +216,32 @@ def _states_short_topic(index: LexicalIndex, query: str, row: int) -> bool:
 
 
 def _term_groups(index: LexicalIndex, text: str) -> list[list[str]]:
-    """The distinct content words of `text`, each as the collection's words for it (itself,
-    or the words that extend a stem no paper uses)."""
+    """The distinct content words of `text`, each as the collection's words for it: itself,
+    the words that extend a stem no paper uses, and its American spelling ("recognise" is
+    "recognize", stemmed apart). Stems are not stemmed again ("noise" -> "nois" -> "noi" made
+    the noise papers' word absent)."""
     groups: dict[str, list[str]] = {}
     for term in lexical.terms(text, query=True):
-        groups.setdefault(term, index.query_terms(term, extend=True) or [term])
+        if term in groups:
+            continue
+        forms = index.forms(term)
+        if all(index.document_frequency(t) == 0 for t in forms):
+            forms = forms + [t for variant in _american(term)
+                             for t in index.forms(variant)]
+        groups[term] = forms
     return list(groups.values())
+
+
+# British endings of stems and their American ones, tried only for a word no paper uses.
+_BRITISH = ((re.compile(r"(?<=\w{4})is$"), ""), (re.compile(r"(?<=\w{3})ys$"), "yz"),
+            (re.compile(r"(?<=\w{3})our$"), "or"))
+
+
+def _american(stem: str) -> list[str]:
+    """Stems an American spelling of the word would have: "recognis" (recognise) ->
+    "recogn" (recognize), "analys" -> "analyz", "behaviour" -> "behavior"."""
+    return [pattern.sub(replacement, stem) for pattern, replacement in _BRITISH
+            if pattern.search(stem)]
 
 
 def _within(positions: list[list[int]], window: int) -> bool:
