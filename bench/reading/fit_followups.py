@@ -26,15 +26,18 @@ sys.path.insert(0, str(HERE))
 
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
+ROUNDS = {1: "chats_blind.jsonl", 2: "chats_blind2.jsonl"}
 
-def labelled_turns(home: Path, data: Path, split: str):
+
+def labelled_turns(home: Path, data: Path, split: str, rounds: list[int]):
     """(cues, label, say) of each turn that has last papers."""
     from ragqa.answering.followups import cues
     from ragqa.app import open_for_query
     from ragqa.config import load_settings
 
     settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
-    chats = [json.loads(line) for line in (HERE / "chats_blind.jsonl").open() if line.strip()]
+    chats = [json.loads(line) for r in rounds for line in (HERE / ROUNDS[r]).open()
+             if line.strip()]
     chats = [c for c in chats if split == "all" or c["split"] == split]
     indexes = {}
     for name in {c["slice"] for c in chats}:
@@ -70,10 +73,14 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", default="dev", choices=["dev", "heldout", "all"])
     parser.add_argument("--cases", action="store_true")
+    parser.add_argument("--rounds", default="1,2",
+                        help="which blind rounds to fit on (1: chats_blind.jsonl, 2: "
+                             "chats_blind2.jsonl; both are development data since round 3)")
     args = parser.parse_args()
     from ragqa.answering.followups import CUES
 
-    rows = list(labelled_turns(args.home, args.data, args.split))
+    rows = list(labelled_turns(args.home, args.data, args.split,
+                               [int(r) for r in args.rounds.split(",")]))
     x = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows], dtype=float)
     folds = 5
@@ -90,6 +97,7 @@ def main() -> int:
                                   "cues": dict(zip(CUES, np.round(cue, 2).tolist(),
                                                    strict=True))}), file=sys.stderr)
     print(json.dumps({"turns": len(y), "follow_ups": int(y.sum()), "split": args.split,
+                      "rounds": args.rounds,
                       "accuracy, 5-fold cross-validated": round(float(np.mean(held == y)), 3),
                       "weights": dict(zip([*CUES, "bias"], np.round(w, 3).tolist(),
                                           strict=True))}, indent=1))

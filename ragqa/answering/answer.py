@@ -26,7 +26,7 @@ import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.answering.facts import answer_span, asks_for_fact, fact_scores, sentence_signals
-from ragqa.answering.followups import content_terms, selected
+from ragqa.answering.followups import Resolution, selected
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
@@ -40,6 +40,7 @@ from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
+    from ragqa.index.lexical import LexicalIndex
     from ragqa.models import LLM, Encoder
     from ragqa.retrieval.retriever import Retriever
 
@@ -59,6 +60,9 @@ _QUANTITY = re.compile(
     r"performance|perplexity|precision|recall))\b", re.IGNORECASE)
 # A follow-up about what a paper contributes, and the sentence that says it.
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*"
+                                r"|\b(?:general|basic|key|core|overall) idea|\bgist\b|"
+                                r"\bwhat(?:'s| is| are)\s+(?:it|they|this|that|these|those)\s+"
+                                r"(?:paper\s+|one\s+)?about\b|\bwhat (?:does|do) (?:it|they) do\b"
                                 r"|提出|贡献|创新|主要思想", re.IGNORECASE)
 _SHARE_MEASURES = frozenset({"percentag", "share", "fraction", "proport"})
 # A fact answer: the cross-encoder reads this many sentences of the top three papers (the best
@@ -509,25 +513,39 @@ def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Ci
     return lines
 
 
-def follow_up_answer(question: str, query: str, hits: Sequence[Hit], language: str = "English",
-                     selecting: bool = False, weights: dict[str, float] | None = None
+def in_listed_order(hits: Sequence[Hit], listed: Sequence[str]) -> list[Hit]:
+    """The hits in the order an earlier answer listed their papers (the order the user saw)."""
+    place = {pid: n for n, pid in enumerate(listed)}
+    return sorted(hits, key=lambda h: place.get(h.paper.paper_id, len(place)))
+
+
+def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: Resolution,
+                     language: str = "English", index: LexicalIndex | None = None
                      ) -> CheckedText:
     """A follow-up among the papers an earlier answer cited ("How do they represent tensors?",
     "Which of them uses diffusion?", "What does the first one propose?"), answered from those
     papers alone: each one that holds a word of the follow-up is quoted by the sentence the
     cross-encoder reads as its best answer; a question about what a paper proposes quotes its
-    contribution sentence. A selection (`selecting`: the chat's reading of the turn, "Which of
-    them …") keeps the papers that hold the most of its own words, weighed by `weights`
-    (followups.selected). Unless the follow-up selects, one paper pointed at alone ("the first
-    one", "it") is always read."""
+    contribution sentence. A selection (`referred.selecting`: the chat's reading of the turn,
+    "Which of them …") keeps the papers that hold the most of the property it asks for, its
+    words weighed by the collection's idf (`index`; followups.selected). The papers come in
+    the order the earlier answer listed them ("it" after several means the first, as often as
+    not, on the blind chat sets). Unless the follow-up selects, the papers are read even when
+    none holds its words."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
+    selecting = referred.selecting
+    hits = in_listed_order(hits, referred.papers)
     if selecting and language == "English":
         # By the turn's own words (`query`): the standalone question names every paper.
         kept = [hits[i] for i in selected(query, [h.paper.title + " " + h.paper.text
-                                                  for h in hits], weights)]
+                                                  for h in hits], index)]
+    elif contribution:
+        kept = list(hits)
     else:
         kept = [h for h in hits if h.coverage > 0]
-    if not kept and not selecting and (contribution or len(hits) == 1):
+    if not kept and not selecting:
+        # The chat read the turn as asking about these papers ("What's the method called?"):
+        # each one's best sentence answers it, though none holds its words.
         kept = list(hits)
     if not kept:
         return CheckedText(message("answer.none_referred", language,
@@ -619,11 +637,14 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
                     on_token: Callable[[str], None] | None = None, k: int | None = None,
                     filters: Filters | None = None, query: str | None = None,
                     screen: str | None = None, on_screen: Progress | None = None,
-                    selecting: bool = False) -> Answer:
+                    referred: Resolution | None = None) -> Answer:
     """Retrieve for `query` (default: the question, translated if need be) and answer
     `question` from what was found. With an LLM, a list question's candidates are screened
     by it (`screen`: --screen, default RAGQA_SCREEN; progress to `on_screen`) and the list is
-    what it accepts."""
+    what it accepts. `referred`: a chat turn's earlier papers (followups.resolve), the only
+    ones searched; offline, the turn is answered from them as a follow-up."""
+    if referred is not None and referred.papers:
+        filters = Filters(paper_ids=frozenset(referred.papers))
     started = time.monotonic()
     settings = retriever.store.settings
     if llm:  # a broken prompt file is told before any call to the model is paid for
@@ -642,7 +663,7 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         query = llm.complete(load_prompt("translate", settings).fill(question=question)
                              ).strip() or question
     query = query or question
-    follow_up = llm is None and filters is not None and bool(filters.paper_ids)
+    follow_up = llm is None and referred is not None and bool(referred.papers)
 
     def search(**options) -> SearchResult:
         if foreign:
@@ -680,9 +701,7 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     hits, total = result.hits, result.total_papers
     written = None
     if follow_up:
-        weights = retriever.lexical.idf(content_terms(query)) \
-            if selecting and retriever.lexical else None
-        checked = follow_up_answer(question, query, hits, language, selecting, weights)
+        checked = follow_up_answer(question, query, hits, referred, language, retriever.lexical)
     elif llm is None:
         # Nothing passed the cut: say so, in the question's language; the closest papers are
         # shown apart below, uncited (never listed as papers that address it).

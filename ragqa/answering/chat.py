@@ -21,12 +21,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragqa.answering.answer import Answer, Citation, answer_question, detect_language, quote_lines
-from ragqa.answering.followups import Resolution, resolve, without_references
+from ragqa.answering.followups import (
+    PLURAL_REF,
+    SINGULAR_REF,
+    Resolution,
+    resolve,
+    without_references,
+)
 from ragqa.answering.messages import joined, message, shown_topic
 from ragqa.errors import UserError
 from ragqa.prompts import load_prompt
 from ragqa.retrieval.question import topic_of
-from ragqa.retrieval.types import Filters
 from ragqa.screening.feedback import refine
 from ragqa.screening.screen import Progress
 from ragqa.sources.export import reference_link
@@ -38,16 +43,13 @@ if TYPE_CHECKING:
     from ragqa.models import LLM
     from ragqa.retrieval.retriever import Retriever
 
-# Words that point back at papers of an earlier turn. "it"/"its"/"this paper" mean one paper;
-# "them"/"they"/"these"/"those" all the papers the last answer cited.
-_PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
-_SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
-                           r"work|one|method|model)|the paper)\b", re.I)
 # How the offline standalone question names the papers in their place (followups.py decides
 # what a turn refers to).
-_ORDINAL = re.compile(r"\bthe (?:first|second|third|fourth|fifth|last|latter|former|1st|2nd|"
-                      r"3rd|4th|5th)"
-                      r"(?: (?:one|paper|of them|of these|of those))?\b", re.I)
+_ORDINAL = re.compile(r"\bthe (?:first|second|third|fourth|fifth|sixth|last|latter|former|1st|"
+                      r"2nd|3rd|4th|5th|6th)"
+                      r"(?: (?:one|paper|of them|of these|of those))?\b"
+                      r"|(?:\[|#|\bno\.\s?|\bnumber\s+|\bpaper\s+|\bitem\s+)"
+                      r"(?:\d|one|two|three|four|five|six)\b\]?", re.I)
 _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|those)|ones?)\s+",
                     re.I)
 # The same in Chinese: "它们是如何表示张量的？", "这篇论文提出了什么？", "第一篇用了什么数据？",
@@ -182,13 +184,15 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     zh_ordinal = _ZH_ORDINAL.search(question)
     if zh_ordinal:
         position = _ZH_ORDINALS[zh_ordinal.group(1)]
-        return Resolution("about", (cited[position],)) if -len(cited) <= position < len(cited) \
-            else Resolution("leave")
+        return Resolution("about", (cited[position],), "one") \
+            if -len(cited) <= position < len(cited) else Resolution("leave")
     if _ZH_FRAME.search(question) or _ZH_SELECTS.search(question):
         return Resolution("select", tuple(cited))
-    if _ZH_PLURAL_REF.search(question) or _ZH_SINGULAR_REF.search(question):
+    if _ZH_PLURAL_REF.search(question):
+        return Resolution("about", tuple(cited), "all")
+    if _ZH_SINGULAR_REF.search(question):
         # "it" after an answer citing several papers is one of them: search among them all.
-        return Resolution("about", tuple(cited))
+        return Resolution("about", tuple(cited), "one")
     return Resolution("leave")
 
 
@@ -210,7 +214,7 @@ def offline_standalone(question: str, session: Session, papers: list[str]) -> st
     names = [session.title_of(pid) for pid in papers]
     subject = message("chat.one_paper" if len(names) == 1 else "chat.papers", language,
                       names=joined(names, language))
-    frame, ordinal, plural, singular = (_FRAME, _ORDINAL, _PLURAL_REF, _SINGULAR_REF) \
+    frame, ordinal, plural, singular = (_FRAME, _ORDINAL, PLURAL_REF, SINGULAR_REF) \
         if language != "Chinese" else (_ZH_FRAME, _ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF)
     rest = frame.sub("", question)
     if rest != question:  # "Which of them uses X?" -> "Which of the papers A and B uses X?"
@@ -244,29 +248,28 @@ def history_text(session: Session, budget_tokens: int, count_tokens: Callable[[s
 class Condensed:
     standalone: str  # shown to the user, and what the answer answers
     query: str  # what retrieval searches for
-    papers: list[str] | None  # the earlier papers it refers to, to search among
-    selecting: bool = False  # it picks among those papers ("Which one …?")
+    # The earlier papers it refers to, to answer from (None: it searches the collection).
+    referred: Resolution | None = None
 
 
 def condense(question: str, session: Session, llm: LLM | None, settings: Settings,
              count_tokens: Callable[[str], int], index: LexicalIndex | None = None
              ) -> Condensed:
     if not session.turns:
-        return Condensed(question, question, None)
+        return Condensed(question, question)
     resolution = referenced_papers(question, session, index)
-    papers = list(resolution.papers) or None
-    selecting = resolution.kind == "select"
     if llm is not None:
         history = history_text(session, settings.chat_memory_tokens, count_tokens)
         standalone = llm.complete(load_prompt("condense", settings).fill(
             history=history, question=question)).strip() or question
         # The condensed question names what it refers to; only a selection keeps to the
         # earlier list, so that screening reads those papers and no others.
-        return Condensed(standalone, standalone, papers if selecting else None, selecting)
-    if papers is None:
-        return Condensed(question, question, None)
-    return Condensed(offline_standalone(question, session, papers), strip_references(question),
-                     papers, selecting)
+        return Condensed(standalone, standalone,
+                         resolution if resolution.selecting and resolution.papers else None)
+    if not resolution.papers:
+        return Condensed(question, question)
+    return Condensed(offline_standalone(question, session, list(resolution.papers)),
+                     strip_references(question), resolution)
 
 
 # ---------------------------------------------------------------- marks: the user as the judge
@@ -351,20 +354,10 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: L
     settings = retriever.store.settings
     condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens,
                          retriever.lexical)
-    papers = condensed.papers
-    filters = Filters(paper_ids=frozenset(papers)) if papers else None
+    referred = condensed.referred
     answer = answer_question(retriever, condensed.standalone, llm=llm, on_token=on_token,
-                             filters=filters, query=condensed.query, screen=screen,
-                             on_screen=on_screen, selecting=condensed.selecting)
-    if papers and not answer.citations and not condensed.selecting and \
-            (llm or detect_language(question) == "English"):
-        # The follow-up is about none of the earlier papers: search everything for its topic
-        # (a selection that none of them fits says so instead).
-        # Not offline for a question in another language: its words match no English sentence
-        # of those papers, and the multilingual list decision has no topic gate yet, so a search
-        # of everything would list papers about something else (README, "Questions in other
-        # languages").
-        answer = answer_question(retriever, condensed.query, llm=None)
+                             query=condensed.query, screen=screen, on_screen=on_screen,
+                             referred=referred)
     record = {**answer.as_json(), "question": question}
     turn = Turn(question, condensed.standalone, record, [c.paper_id for c in answer.citations])
     session.turns.append(turn)

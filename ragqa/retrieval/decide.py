@@ -16,7 +16,7 @@ from dataclasses import replace
 from ragqa.index import lexical
 from ragqa.index.lexical import LexicalIndex
 from ragqa.retrieval.fitted import CutRule, RelevanceModel
-from ragqa.retrieval.question import understand
+from ragqa.retrieval.question import understand, without_chat_lead
 from ragqa.retrieval.signals import mark_named
 from ragqa.retrieval.types import Hit
 
@@ -128,7 +128,7 @@ def names_unknown_subject(index: LexicalIndex, query: str,
 _NAME_TOKEN = re.compile(r"[A-Za-z][\w'’.-]*[\w]")
 # Capitalised words that are not names where users write them.
 _NOT_NAMES = frozenset({"i", "papers", "paper", "any", "is", "are", "which", "what", "find",
-                        "show", "list", "work", "research"})
+                        "show", "list", "work", "research", "ok"})
 # The papers a many-word name is looked for in (by BM25), its words next to one another.
 NAME_CANDIDATES = 20
 
@@ -170,7 +170,9 @@ def names_absent_name(index: LexicalIndex, question: str) -> bool:
     asks about, however common the rest of the question's words are; of alternatives ("BERT
     or XLNet") every one must be absent. A name of several words ("Mask R-CNN") must stand in a
     paper as written, its words next to one another."""
-    return any(all(_absent(index, name) for name in group) for group in name_tokens(question))
+    # A chat's lead-in is no name ("OK, separate question: …", "And LSTMs?" names LSTMs).
+    bare = without_chat_lead(question)[0]
+    return any(all(_absent(index, name) for name in group) for group in name_tokens(bare))
 
 
 def _absent(index: LexicalIndex, name: str) -> bool:

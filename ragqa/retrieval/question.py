@@ -175,7 +175,8 @@ _LIST_QUESTION = re.compile(
     # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
     r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
     r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
-    r"find (?:work|research|anything)|show me|any (?:work|research) on)\b",
+    r"find (?:work|research|anything)|show me|any (?:work|research) on|"
+    r"(?:anything|something|stuff) (?:on|about|regarding|related to|new (?:on|in|about)))\b",
     re.IGNORECASE,
 )
 # "What does the DiffPool paper propose?", "How fast is the method of the paper on …": a question
@@ -194,7 +195,7 @@ _ONE_PAPER_FRAME = re.compile(
 MAX_TOPIC_WORDS = 8
 # A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
 _CLAIM_LIKE = re.compile(
-    r"\?|^\s*(?:how|what|why|when|where|who|does|do|is|are|can|which)\b"
+    r"\?|^\s*(?:how|what|whats|what's|why|when|where|who|does|do|is|are|can|which)\b"
     r"|\b(?:is|are|was|were|has|have|had|does|do|did|can|increases?|decreases?|causes?|"
     r"reduces?|leads?|improves?|predicts?|uses?|shows?|achieves?)\b",
     re.IGNORECASE,
@@ -222,11 +223,40 @@ def described_paper(question: str) -> str | None:
     return described.group(1) if described and len(described.group(1).split()) >= 2 else None
 
 
+# A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
+# "Now, which papers …", "And X?".
+_CHAT_LEAD = re.compile(
+    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|"
+    r"(?:a |one )?(?:separate|another|new|different|other|unrelated) (?:question|topic|thing)|"
+    r"switching (?:topics?|gears)|changing (?:the )?topic)\b[\s,:;.!-]*)+", re.IGNORECASE)
+# "What about X?" asks for X what the chat asked before; offline, that is papers on X.
+_WHAT_ABOUT = re.compile(r"^\W*(?:what|how) about\b\s*", re.IGNORECASE)
+# …unless X points back at papers already shown ("what about its mAP?", "how about the first").
+_POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|these|those|this|that|either|both|"
+                          r"the (?:first|second|third|fourth|fifth|last|former|latter))\b",
+                          re.IGNORECASE)
+
+
+def without_chat_lead(question: str) -> tuple[str, bool]:
+    """The question without a chat's lead-in ("OK, different question: X?" -> "X?"), and
+    whether it was put as "what about X?"."""
+    text = _CHAT_LEAD.sub("", question, count=1)
+    bare = _WHAT_ABOUT.sub("", text, count=1)
+    return bare, bare != text
+
+
 def is_list_question(question: str) -> bool:
     """'Which papers …', 'papers on …', or a bare topic: the user wants every matching paper.
     A sentence is a claim, even with a verb that _CLAIM_LIKE does not know ("Autophagy declines
     in aged organisms."): a topic is short and is not written as a sentence. A question about
-    one paper ("What does the DiffPool paper propose?") is a fact question."""
+    one paper ("What does the DiffPool paper propose?") is a fact question. A chat's lead-in
+    ("And …", "Now, …", "OK, separate question: …") is read past; "What about X?" asks for
+    papers on X unless X points back at papers already shown."""
+    bare, what_about = without_chat_lead(question)
+    if bare != question and _content_words(bare):
+        if what_about:
+            return not _POINTS_BACK.search(bare) and not _ONE_PAPER.search(bare)
+        return is_list_question(bare)
     if _ONE_PAPER.search(question):
         return False
     if _LIST_QUESTION.search(question):
