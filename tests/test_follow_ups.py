@@ -30,6 +30,14 @@ PAPERS = [
      "abstract": "Protein structure prediction from sequence remains costly. We distil the "
      "features of FoldNet, a structure predictor, into a small network that predicts protein "
      "structures three times faster at a similar accuracy."},
+    {"id": "grasp-rl", "title": "Learning to grasp unseen objects from trial and error",
+     "abstract": "We learn robotic grasping policies with deep reinforcement learning from "
+     "camera images, rewarding the robot arm for every object it lifts. After 600 hours of "
+     "self-supervised trials, the policy grasps unseen household objects in 86% of attempts."},
+    {"id": "grasp-cnn", "title": "Grasp pose detection in cluttered bins",
+     "abstract": "We detect robot grasp poses in cluttered bins with a convolutional neural "
+     "network pre-trained on ImageNet and fine-tuned on 10,000 labelled grasps. The detector "
+     "lets a robot arm grasp objects from a bin with a 93% success rate."},
 ]
 
 
@@ -113,3 +121,42 @@ def test_an_everyday_subject_no_paper_holds_gets_no_list(seeded, chat):
     present = json.loads(seeded("ask", "Which papers design protein structures for "
                                 "diffusion candidates?", "--json").stdout)
     assert "prot-diffusion" in _ids(present)
+
+
+@pytest.mark.parametrize("switch", ["what about protein structure prediction?",
+                                    "OK, separate question: papers that predict protein "
+                                    "structures?"])
+def test_a_new_topic_put_as_what_about_gets_a_list(chat, switch):
+    """"What about X?" after a list asks for the papers on X, all of them; a chat's lead-in
+    ("OK, separate question:") is neither the topic nor a name that no paper uses."""
+    listed, switched = chat("Which papers train spiking neural networks?", switch)
+    assert {"prot-diffusion", "prot-foldnet"} <= set(_ids(switched))
+    assert not set(_ids(switched)) & set(_ids(listed))
+
+
+@pytest.mark.parametrize(("selection", "expected"), [
+    ("which one is RL-based", "grasp-rl"),  # "reinforcement learning" in the abstract
+    ("does either of them use a CNN?", "grasp-cnn"),  # "convolutional neural network"
+    ("the one with pretraining?", "grasp-cnn"),  # "pre-trained"
+    ("which of them works from camera images or photos", "grasp-rl"),  # one alternative held
+])
+def test_a_selection_in_the_users_words(chat, selection, expected):
+    """A property worded as users write it (an abbreviation, a compound without its hyphen,
+    alternatives) picks the paper that states it, and not the other of the two."""
+    listed, chosen = chat("Which papers learn robot grasping?", selection)
+    assert {"grasp-rl", "grasp-cnn"} <= set(_ids(listed))
+    assert _ids(chosen) == [expected]
+
+
+def test_follow_ups_keep_to_the_last_papers_in_their_order(chat):
+    """"#2" is the second paper listed; "these" reads the listed papers in the order shown; a
+    question about "it" that shares no word with the paper is still answered from it, not
+    from the collection."""
+    listed, these, second, chosen, it = chat(
+        "Which papers learn robot grasping?", "what's the general idea behind these?",
+        "tell me about #2", "which one is RL-based", "what technique does it rely on?")
+    order = _ids(listed)
+    assert _ids(these) == order[:len(_ids(these))] and len(_ids(these)) >= 2
+    assert _ids(second) == [order[1]]
+    assert _ids(chosen) == ["grasp-rl"]
+    assert _ids(it) == ["grasp-rl"]

@@ -9,8 +9,10 @@ written. Develop on `dev`; measure `heldout` only to report.
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
 (`heldout`) for the first change; round 2 (chats_blind2.jsonl, near_misses_blind2.jsonl, all
 `heldout`), written later by other helpers on other papers and terms, measures the next;
-round 3 (near_misses_blind3.jsonl only, all `heldout`, two thirds of its near misses and
-controls hinging on ordinary words) the one after (NEAR_MISSES_BLIND3.md).
+round 3 (near_misses_blind3.jsonl, all `heldout`, two thirds of its near misses and
+controls hinging on ordinary words: NEAR_MISSES_BLIND3.md; chats_blind3.jsonl, 48
+conversations by another helper: CHATS_BLIND3.md) the one after. Rounds 1-2 of the chats and
+rounds 1-3 of the near misses are development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -125,7 +127,7 @@ def main() -> int:
     parser.add_argument("--round", type=int, default=1, choices=[1, 2, 3],
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
-                             "3: near_misses_blind3.jsonl (all heldout; no chats)")
+                             "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout)")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)
