@@ -105,7 +105,8 @@ def test_a_named_tool_no_paper_uses_gets_no_list(seeded, chat):
                                     "structures?", "--json").stdout)
         assert missing["citations"] == [], tool
     for asked in ("Which papers use FoldNet to predict protein structures?",
-                  "Which papers use AlphaFold or FoldNet features?"):
+                  "Which papers use AlphaFold or FoldNet features?",
+                  "Which papers use FoldNet-style features to predict protein structures?"):
         found = json.loads(seeded("ask", asked, "--json").stdout)
         assert "prot-foldnet" in _ids(found), asked  # of alternatives, one is enough
 
@@ -125,7 +126,10 @@ def test_an_everyday_subject_no_paper_holds_gets_no_list(seeded, chat):
 
 @pytest.mark.parametrize("switch", ["what about protein structure prediction?",
                                     "OK, separate question: papers that predict protein "
-                                    "structures?"])
+                                    "structures?",
+                                    "now something else — which papers predict protein "
+                                    "structures?",
+                                    "btw, what's there on protein structure prediction"])
 def test_a_new_topic_put_as_what_about_gets_a_list(chat, switch):
     """"What about X?" after a list asks for the papers on X, all of them; a chat's lead-in
     ("OK, separate question:") is neither the topic nor a name that no paper uses."""
@@ -139,6 +143,10 @@ def test_a_new_topic_put_as_what_about_gets_a_list(chat, switch):
     ("does either of them use a CNN?", "grasp-cnn"),  # "convolutional neural network"
     ("the one with pretraining?", "grasp-cnn"),  # "pre-trained"
     ("which of them works from camera images or photos", "grasp-rl"),  # one alternative held
+    ("the RL one?", "grasp-rl"),
+    ("which uses a CNN", "grasp-cnn"),
+    ("any with ImageNet pretraining?", "grasp-cnn"),
+    ("do either of them learn by trial and error, or is it all supervised?", "grasp-rl"),
 ])
 def test_a_selection_in_the_users_words(chat, selection, expected):
     """A property worded as users write it (an abbreviation, a compound without its hyphen,
@@ -152,11 +160,13 @@ def test_follow_ups_keep_to_the_last_papers_in_their_order(chat):
     """"#2" is the second paper listed; "these" reads the listed papers in the order shown; a
     question about "it" that shares no word with the paper is still answered from it, not
     from the collection."""
-    listed, these, second, chosen, it = chat(
+    listed, these, second, chosen, it, fragment = chat(
         "Which papers learn robot grasping?", "what's the general idea behind these?",
-        "tell me about #2", "which one is RL-based", "what technique does it rely on?")
+        "tell me about #2", "which one is RL-based", "what technique does it rely on?",
+        "on what kind of objects?")
     order = _ids(listed)
     assert _ids(these) == order[:len(_ids(these))] and len(_ids(these)) >= 2
     assert _ids(second) == [order[1]]
     assert _ids(chosen) == ["grasp-rl"]
     assert _ids(it) == ["grasp-rl"]
+    assert _ids(fragment) == ["grasp-rl"]  # a fragment continues the last question

@@ -146,7 +146,7 @@ def name_tokens(question: str) -> list[list[str]]:
     groups: list[list[str]] = []
     end = -1
     for i, match in enumerate(_NAME_TOKEN.finditer(question)):
-        word = match.group(0).rstrip("'’.-")
+        word = _KIND_SUFFIX.sub("", match.group(0).rstrip("'’.-"))
         if not _is_name(word, first=i == 0):
             continue
         between = question[end:match.start()] if groups else None
@@ -161,6 +161,10 @@ def name_tokens(question: str) -> list[list[str]]:
 
 
 _ALTERNATIVE = re.compile(r"\s*(?:,|or|and/or|/)\s*(?:or\s+)?", re.IGNORECASE)
+# "BERT-style transformers", "GAN-based": the name is BERT, GAN.
+_KIND_SUFFIX = re.compile(r"-(?:style|like|based|type|inspired|specific|level|free|aware|driven|"
+                          r"guided|enhanced|augmented|scale|sized|size|only|related)$",
+                          re.IGNORECASE)
 
 
 def names_absent_name(index: LexicalIndex, question: str) -> bool:

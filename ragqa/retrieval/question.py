@@ -28,6 +28,7 @@ _FRAMES = [
     r"(?:now|ok|okay|so|also|next|then|alright|separately|(?:a )?(?:separate|another|new|"
     r"different) (?:question|topic)|switching (?:topics?|gears))\b[,:!]?",
     r"(?:what|how) about",
+    r"what(?:'s| is| do you have| have you got)(?: out)? (?:there )?(?:on|about|for|regarding)",
     r"(?:can|could|would|will) you(?: please)?(?: help me)?",
     r"(?:i am|i'm|im|we are|we're) (?:looking|searching|hunting) for",
     r"(?:i|we) (?:want|need|would like|'d like)(?: to (?:find|see|know|read))?",
@@ -107,7 +108,8 @@ class Understood:
 def strip_frame(question: str) -> str:
     """'Which papers are about X?' -> 'X': every leading request frame removed, trailing
     punctuation too. The question itself when nothing of substance would be left."""
-    text = question.strip()
+    text = _TRAILING_REQUEST.sub("", without_chat_lead(question.strip())[0]) \
+        if _content_words(without_chat_lead(question.strip())[0]) else question.strip()
     for _ in range(12):
         stripped = _FRAME.sub("", text, count=1)
         if stripped == text:
@@ -171,11 +173,13 @@ _LIST_QUESTION = re.compile(
     r"search for|point me to|identify|retrieve|collect|gather|enumerate)\b.{0,30}?"
     r"\b(?:papers|paper|works|work|studies|articles|publications|research|literature|approaches|"
     r"methods|contributions|submissions)\b"
-    r"|^\s*(?:the\s+)?(?:papers|works|studies)\s+(?:on|about|that|which|using|with|where)\b"
+    r"|^\s*(?:the\s+)?(?:papers|works?|studies|research)\s+(?:on|about|that|which|using|with|"
+    r"where)\b"
     # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
     r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
     r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
     r"find (?:work|research|anything)|show me|any (?:work|research) on|"
+    r"what(?:'s| is| do you have| have you got)(?: out)? (?:there )?(?:on|about|for|regarding)|"
     r"(?:anything|something|stuff) (?:on|about|regarding|related to|new (?:on|in|about)))\b",
     re.IGNORECASE,
 )
@@ -196,6 +200,7 @@ MAX_TOPIC_WORDS = 8
 # A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
 _CLAIM_LIKE = re.compile(
     r"\?|^\s*(?:how|what|whats|what's|why|when|where|who|does|do|is|are|can|which)\b"
+    r"|^\s*(?:and\s+)?(?:on|in|for|with|from|against|by|over|at|to)\s+(?:what|which|how|whom)\b"
     r"|\b(?:is|are|was|were|has|have|had|does|do|did|can|increases?|decreases?|causes?|"
     r"reduces?|leads?|improves?|predicts?|uses?|shows?|achieves?)\b",
     re.IGNORECASE,
@@ -225,10 +230,15 @@ def described_paper(question: str) -> str | None:
 
 # A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
 # "Now, which papers …", "And X?".
+# "…, what do you have?", "… — any papers?": a topic followed by the request.
+_TRAILING_REQUEST = re.compile(r"[,;:—–-]\s*(?:what do you have|what have you got|anything|"
+                               r"any papers|papers|what's there)\s*\??\s*$", re.IGNORECASE)
 _CHAT_LEAD = re.compile(
-    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|"
+    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|btw|"
+    r"by the way|unrelated|something else|(?:on )?a different note|"
     r"(?:a |one )?(?:separate|another|new|different|other|unrelated) (?:question|topic|thing)|"
-    r"switching (?:topics?|gears)|changing (?:the )?topic)\b[\s,:;.!-]*)+", re.IGNORECASE)
+    r"switching (?:topics?|gears)|changing (?:the )?(?:topic|subject))(?:\s-\s|[\s,:;.!—–])+)+",
+    re.IGNORECASE)
 # "What about X?" asks for X what the chat asked before; offline, that is papers on X.
 _WHAT_ABOUT = re.compile(r"^\W*(?:what|how) about\b\s*", re.IGNORECASE)
 # …unless X points back at papers already shown ("what about its mAP?", "how about the first").
@@ -259,7 +269,7 @@ def is_list_question(question: str) -> bool:
         return is_list_question(bare)
     if _ONE_PAPER.search(question):
         return False
-    if _LIST_QUESTION.search(question):
+    if _LIST_QUESTION.search(question) or _TRAILING_REQUEST.search(question):
         return True
     if _CLAIM_LIKE.search(question.rstrip().rstrip("?")):  # "spiking networks?" is a topic
         return False
