@@ -170,3 +170,15 @@ def test_follow_ups_keep_to_the_last_papers_in_their_order(chat):
     assert _ids(chosen) == ["grasp-rl"]
     assert _ids(it) == ["grasp-rl"]
     assert _ids(fragment) == ["grasp-rl"]  # a fragment continues the last question
+
+
+def test_a_selection_after_one_paper_picks_among_the_last_list(chat):
+    """After "the first one" (an answer about one paper), "which of those …" and "the second
+    one" mean the list before it."""
+    listed, first, chosen, second = chat(
+        "Which papers learn robot grasping?", "tell me about the first one",
+        "going back to those two, which of them uses a CNN?", "and the second one?")
+    order = _ids(listed)
+    assert _ids(first) == [order[0]]
+    assert _ids(chosen) == ["grasp-cnn"]
+    assert _ids(second) == [order[1]]

@@ -19,7 +19,9 @@ bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa c
 a turn is right when:
 - list: it cites a paper of the topic;
 - select ("which one evaluates on audio?"): it cites a paper of the selection, only papers of
-  the last answer, and none of the topic's papers the selection leaves out;
+  the last list shown (the answer to the last list, switch or select turn: after "the second
+  one", "which of those two …" picks among the list again), and none of the topic's papers
+  the selection leaves out;
 - position ("the second one"): its first citation is that paper of the previous answer;
 - about ("what is its accuracy?"): its first citation is a paper referred to (`phrase`: also
   reported, as the share whose quotes hold it);
@@ -75,10 +77,12 @@ def measure_chats(run, chats: list[dict], show: bool) -> dict:
                     collection=chat["slice"])
         turns += [{"citations": []}] * (len(chat["turns"]) - len(turns))
         before: list[str] = []
+        shown: list[str] = []  # the last list shown: of a list, switch or selection
         topic: set[str] = set()
         for expected, answer in zip(chat["turns"], turns, strict=False):
             kind, cited = expected["kind"], cited_ids(answer)
-            ok = turn_right(kind, expected, cited, before, topic)
+            ok = turn_right(kind, expected, cited, shown if kind == "select" else before,
+                            topic)
             right.setdefault(kind, []).append(float(ok))
             if kind == "about" and expected.get("phrase"):
                 phrases.append(float(folded(expected["phrase"]) in folded(quotes(answer))))
@@ -89,6 +93,8 @@ def measure_chats(run, chats: list[dict], show: bool) -> dict:
                                   "say": expected["say"], "expected": expected["papers"],
                                   "cited": cited, "before": before}), file=sys.stderr)
             before = cited
+            if kind in ("list", "switch", "select"):
+                shown = cited
     followed = [x for kind, xs in right.items() if kind != "list" for x in xs]
     return {"turns_after_the_first": round(sum(followed) / len(followed), 3),
             "turns": len(followed),

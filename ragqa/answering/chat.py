@@ -25,6 +25,7 @@ from ragqa.answering.followups import (
     PLURAL_REF,
     SINGULAR_REF,
     Resolution,
+    list_place,
     resolve,
     without_references,
 )
@@ -90,6 +91,12 @@ class Session:
         """The papers of the latest turn that cited any ("them" after an answer that found
         nothing still means the papers before it)."""
         return next((t.cited_ids for t in reversed(self.turns) if t.cited_ids), [])
+
+    @property
+    def last_listed(self) -> list[str]:
+        """The papers of the latest turn that cited several: what "which one …" chooses among
+        after a turn about one of them ("the second one", then "which of those two …")."""
+        return next((t.cited_ids for t in reversed(self.turns) if len(t.cited_ids) > 1), [])
 
     def title_of(self, paper_id: str) -> str:
         for turn in reversed(self.turns):
@@ -179,8 +186,21 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     cited = session.last_cited
     if not cited:
         return Resolution("leave")
-    if detect_language(question) != "Chinese":
-        return resolve(question, cited, index)
+    resolution = resolve(question, cited, index) if detect_language(question) != "Chinese" \
+        else _resolve_chinese(question, cited)
+    listed = session.last_listed
+    if resolution.selecting and len(cited) < 2 and listed:
+        # A choice among one paper is none: it picks among the last list again.
+        return Resolution("select", tuple(listed), resolution.pointing)
+    place = list_place(question) if resolution.kind != "leave" else None
+    if place is not None and not -len(cited) <= place < len(cited) and \
+            -len(listed) <= place < len(listed):
+        # "the second one" after an answer of one paper: the second of the last list.
+        return Resolution("about", (listed[place],), "one")
+    return resolution
+
+
+def _resolve_chinese(question: str, cited: list[str]) -> Resolution:
     zh_ordinal = _ZH_ORDINAL.search(question)
     if zh_ordinal:
         position = _ZH_ORDINALS[zh_ordinal.group(1)]

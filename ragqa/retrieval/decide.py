@@ -206,15 +206,18 @@ def _states_short_topic(index: LexicalIndex, query: str, row: int) -> bool:
     words: the topic, an alternative, an example): every word of it within a few words of
     one another ("irrigation scheduling for greenhouse tomato crops"); a part of one word,
     twice (a paper about tomatoes says so more than in passing, "like in a sports
-    tournament")."""
+    tournament"), or once when the question writes it as a name (a paper that names
+    ConceptNet or Gigaword uses it)."""
     paper = index.papers_by_index([row])[0]
     positions: dict[str, list[int]] = {}
     for i, term in enumerate(lexical.terms(lexical.paper_document(paper))):
         positions.setdefault(term, []).append(i)
+    named = {t for group in name_tokens(without_chat_lead(query)[0]) for name in group
+             for t in lexical.terms(name)}
     for sub in understand(query).subqueries:
         groups = _term_groups(index, sub)
         found = [sorted(i for t in g for i in positions.get(t, [])) for g in groups]
-        if len(groups) == 1 and len(found[0]) >= 2:
+        if len(groups) == 1 and len(found[0]) >= (1 if named & set(groups[0]) else 2):
             return True
         if 1 < len(groups) <= KEY_TERM_TOPIC_WORDS and _within(found, len(groups) + 2):
             return True
