@@ -235,7 +235,7 @@ _TRAILING_REQUEST = re.compile(r"[,;:—–-]\s*(?:what do you have|what have yo
                                r"any papers|papers|what's there)\s*\??\s*$", re.IGNORECASE)
 _CHAT_LEAD = re.compile(
     r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|btw|"
-    r"by the way|unrelated|something else|(?:on )?a different note|"
+    r"by the way|unrelated|something (?:else|different|new)|(?:on )?a different note|"
     r"(?:a |one )?(?:separate|another|new|different|other|unrelated) (?:question|topic|thing)|"
     r"switching (?:topics?|gears)|changing (?:the )?(?:topic|subject))(?:\s-\s|[\s,:;.!—–])+)+",
     re.IGNORECASE)
