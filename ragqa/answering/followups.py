@@ -41,6 +41,13 @@ REFERS = re.compile(
     r"|\b(?:about|behind|of|on|for|with|in|from)\s+(?:that|this)\s*[?.!]*\s*$"
     r"|^\s*(?:and\s+)?(?:on|in|for|with|from|against|by|over|at)\s+(?:what|which|how)\b",
     re.IGNORECASE)
+# "it", "its", "this paper" point at one paper; "them", "they", "these", "those" at all the
+# papers the last answer cited.
+PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
+SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
+                          r"work|one|method|model)|the paper)\b", re.I)
+
+
 # A turn that picks among them: "Which one …", "Which of them …", "Does either …", "Is any of
 # these …", "Do any …", "the one with …", "the RL one?", "the contrastive learning ones", "any
 # with code?", "which uses persona memory".
@@ -115,9 +122,9 @@ def cues(question: str, last_rows: list[int], index: LexicalIndex | None) -> np.
     out[1] = bool(SELECTS.search(question))
     out[2] = bool(ORDINAL.search(question))
     # A selecting frame or a place is no request for a new list ("the RL one?" reads as a
-    # bare topic).
+    # bare topic), nor is a question about "it" ("which methods does it analyze?").
     out[3] = (bool(_NEW_LIST.search(question)) or is_list_question(question)) \
-        and not out[1] and not out[2]
+        and not out[1] and not out[2] and not SINGULAR_REF.search(question)
     out[4] = not terms
     if terms and index is not None and last_rows and index.size:
         held = index.coverage(terms, last_rows)
@@ -133,13 +140,6 @@ def cues(question: str, last_rows: list[int], index: LexicalIndex | None) -> np.
 # papers counts as a switch): 0.994 of the decisions right, 5-fold cross-validated.
 FOLLOW_WEIGHTS = (2.982, 2.532, 2.35, -5.44, 1.368, 1.019, 0.7)
 FOLLOW_BIAS = 0.857
-
-
-# "it", "its", "this paper" point at one paper; "them", "they", "these", "those" at all the
-# papers the last answer cited.
-PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
-SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
-                          r"work|one|method|model)|the paper)\b", re.I)
 
 
 @dataclass(frozen=True)
