@@ -182,3 +182,15 @@ def test_a_selection_after_one_paper_picks_among_the_last_list(chat):
     assert _ids(first) == [order[0]]
     assert _ids(chosen) == ["grasp-cnn"]
     assert _ids(second) == [order[1]]
+
+
+@pytest.mark.parametrize("asked", [
+    # a head and what it does, longer than a bare topic: no sentence
+    "robot arms that learn to grasp objects from bins, cameras or trial and error",
+    "grasping objects with a robot arm — which papers look at that?",
+    "learning robot grasps, e.g. from camera images or from labelled grasp poses",
+])
+def test_a_topic_described_as_users_type_it_gets_a_list(seeded, chat, asked):
+    """A search-box description is a list request, not a claim to check against one paper."""
+    found = json.loads(seeded("ask", asked, "--json").stdout)
+    assert {"grasp-rl", "grasp-cnn"} <= set(_ids(found)), asked

@@ -173,8 +173,8 @@ _LIST_QUESTION = re.compile(
     r"search for|point me to|identify|retrieve|collect|gather|enumerate)\b.{0,30}?"
     r"\b(?:papers|paper|works|work|studies|articles|publications|research|literature|approaches|"
     r"methods|contributions|submissions)\b"
-    r"|^\s*(?:the\s+)?(?:papers|works?|studies|research)\s+(?:on|about|that|which|using|with|"
-    r"where)\b"
+    r"|^\s*(?:the\s+)?(?:papers|works?|studies|research)\s+(?:\w+ing\s+)?(?:on|about|that|"
+    r"which|using|with|where|at|into|in|for)\b"
     # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
     r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
     r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
@@ -231,8 +231,22 @@ def described_paper(question: str) -> str | None:
 # A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
 # "Now, which papers …", "And X?".
 # "…, what do you have?", "… — any papers?": a topic followed by the request.
-_TRAILING_REQUEST = re.compile(r"[,;:—–-]\s*(?:what do you have|what have you got|anything|"
-                               r"any papers|papers|what's there)\s*\??\s*$", re.IGNORECASE)
+_TRAILING_REQUEST = re.compile(
+    r"(?:[,;:—–?.!-]|\s--)\s*(?:so\s+|and\s+)?(?:what do you have|what have you got|anything|"
+    r"any papers|papers|what's there|(?:which|what|any) (?:papers|work|research|studies)"
+    r"(?: (?:look at|looks at|study|studies|explore|explores|address|addresses|cover|covers|"
+    r"examine|examines|on|about|tackle|tackles|do|does|try|tries|trying)(?: to explain)?"
+    r"(?: (?:that|this|it|them|those))?)?)\s*[?.!]?\s*$", re.IGNORECASE)
+# Where a described topic's head ends: a relative clause, a description after a colon or dash,
+# examples ("regularizers that make weights orthogonal", "decentralized training: learning
+# without a central server", "ML for molecular simulation, like molecular dynamics").
+_TOPIC_HEAD_END = re.compile(
+    r"\s*:\s+|\s+[—–]\s+|\s+--\s+|,?\s+(?:like|such as|e\.\s?g\.|i\.\s?e\.|including)\s+|"
+    r"\s+(?:that|which|who|where|whose|while|when|for which|in which)\s+", re.IGNORECASE)
+_WH_WORD = re.compile(r"\b(?:how|what|which|why|who|whom|when|where)\b", re.IGNORECASE)
+# A question word or an auxiliary first: a question, not a described topic.
+_ASKS_FIRST = re.compile(r"^\s*(?:how|what|whats|what's|why|when|where|who|which|does|do|did|is|"
+                         r"are|was|were|can|could|should|would|will|has|have)\b", re.IGNORECASE)
 _CHAT_LEAD = re.compile(
     r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|btw|"
     r"by the way|unrelated|something (?:else|different|new)|(?:on )?a different note|"
@@ -271,11 +285,27 @@ def is_list_question(question: str) -> bool:
         return False
     if _LIST_QUESTION.search(question) or _TRAILING_REQUEST.search(question):
         return True
+    if _described_topic(question):
+        return True
     if _CLAIM_LIKE.search(question.rstrip().rstrip("?")):  # "spiking networks?" is a topic
         return False
     words = question.split()
     sentence = question.rstrip().endswith(".") and len(words) >= 4
     return len(words) <= MAX_TOPIC_WORDS and not sentence
+
+
+def _described_topic(question: str) -> bool:
+    """A topic described at length, as a search box gets it: a short head that is no sentence,
+    then what it is about ("regularizers that make weights orthogonal or spread out the
+    neurons", "model-based RL that uses ensembles of dynamics models"). A claim ("X reduces
+    Y.") has its verb in the head or ends as a sentence; a question asks first."""
+    text = question.strip()
+    if text.endswith(".") or _ASKS_FIRST.match(text) or \
+            (text.endswith("?") and _WH_WORD.search(text)):
+        return False
+    head = _TOPIC_HEAD_END.split(text.rstrip("?!"), maxsplit=1)[0]
+    return head != text.rstrip("?!") and len(_content_words(head)) > 0 \
+        and len(head.split()) <= MAX_TOPIC_WORDS and not _CLAIM_LIKE.search(head)
 
 
 # ---------------------------------------------------------------- questions in other languages
