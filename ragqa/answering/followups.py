@@ -6,9 +6,9 @@ topic ("What about work on point clouds?").
 The decision is a small logistic model over cues of the turn (`CUES`): words that point back
 (pronouns, determiners, deictic words), a selecting frame, an ordinal, the wording of a new list
 request, and where the turn's own content words occur: in the last answer's papers, against the
-rest of the collection. Its weights are fitted on the development half of the blind
-conversation sets by bench/reading/fit_followups.py. A selection keeps its content words as the
-filter ("evaluates on audio": the papers whose abstract says so).
+rest of the collection. Its weights are fitted on the blind conversation rounds read so far by
+bench/reading/fit_followups.py. A selection keeps the papers that hold the property it asks for
+("evaluates on audio": the papers whose abstract says so; `selected`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ REFERS = re.compile(
 PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
 SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
                           r"work|one|method|model)|the paper)\b", re.I)
-
 
 # A turn that picks among them: "Which one …", "Which of them …", "Does either …", "Is any of
 # these …", "Do any …", "the one with …", "the RL one?", "the contrastive learning ones", "any
