@@ -228,9 +228,8 @@ def described_paper(question: str) -> str | None:
     return described.group(1) if described and len(described.group(1).split()) >= 2 else None
 
 
-# A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
-# "Now, which papers …", "And X?".
-# "…, what do you have?", "… — any papers?": a topic followed by the request.
+# "…, what do you have?", "… — any papers?", "X? which papers study that": a topic followed
+# by the request.
 _TRAILING_REQUEST = re.compile(
     r"(?:[,;:—–?.!-]|\s--)\s*(?:so\s+|and\s+)?(?:what do you have|what have you got|anything|"
     r"any papers|papers|what's there|(?:which|what|any) (?:papers|work|research|studies)"
@@ -247,6 +246,8 @@ _WH_WORD = re.compile(r"\b(?:how|what|which|why|who|whom|when|where)\b", re.IGNO
 # A question word or an auxiliary first: a question, not a described topic.
 _ASKS_FIRST = re.compile(r"^\s*(?:how|what|whats|what's|why|when|where|who|which|does|do|did|is|"
                          r"are|was|were|can|could|should|would|will|has|have)\b", re.IGNORECASE)
+# A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
+# "Now, which papers …", "And X?".
 _CHAT_LEAD = re.compile(
     r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|btw|"
     r"by the way|unrelated|something (?:else|different|new)|(?:on )?a different note|"
