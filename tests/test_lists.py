@@ -109,6 +109,12 @@ def test_a_summary_covers_the_papers_the_list_would(seeded):
     ("Which papers study or reduce hallucination in summaries?",
      "reduce hallucination in summaries"),
     ("spiking neural networks", "spiking neural networks"),
+    # a chat's turn to a new topic, and a word that only looks like a lead-in
+    ("OK, separate question: papers that learn from point clouds?", "learn from point clouds"),
+    ("now something else — which papers deal with heavy-tailed noise?", "heavy-tailed noise"),
+    ("what's there about probabilistic numerics?", "probabilistic numerics"),
+    ("image-to-image translation, what do you have?", "image-to-image translation"),
+    ("So-called adversarial examples", "So-called adversarial examples"),
 ])
 def test_the_frame_of_a_request_is_not_its_topic(question, topic):
     assert strip_frame(question) == topic

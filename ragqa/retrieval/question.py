@@ -26,7 +26,7 @@ _FRAMES = [
     r"(?:please|pls|hi|hello|hey)\b[,!]?",
     # a chat's turn to a new topic: "Now, anything on X?", "OK, separate question: …"
     r"(?:now|ok|okay|so|also|next|then|alright|separately|(?:a )?(?:separate|another|new|"
-    r"different) (?:question|topic)|switching (?:topics?|gears))\b[,:!]?",
+    r"different) (?:question|topic)|switching (?:topics?|gears))\b(?![-'’])[,:!]?",
     r"(?:what|how) about",
     r"what(?:'s| is| do you have| have you got)(?: out)? (?:there )?(?:on|about|for|regarding)",
     r"(?:can|could|would|will) you(?: please)?(?: help me)?",
