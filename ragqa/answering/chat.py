@@ -191,12 +191,12 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     listed = session.last_listed
     if resolution.selecting and len(cited) < 2 and listed:
         # A choice among one paper is none: it picks among the last list again.
-        return Resolution("select", tuple(listed), resolution.pointing)
+        return Resolution("select", tuple(listed))
     place = list_place(question) if resolution.kind != "leave" else None
     if place is not None and not -len(cited) <= place < len(cited) and \
             -len(listed) <= place < len(listed):
         # "the second one" after an answer of one paper: the second of the last list.
-        return Resolution("about", (listed[place],), "one")
+        return Resolution("about", (listed[place],))
     return resolution
 
 
@@ -204,15 +204,13 @@ def _resolve_chinese(question: str, cited: list[str]) -> Resolution:
     zh_ordinal = _ZH_ORDINAL.search(question)
     if zh_ordinal:
         position = _ZH_ORDINALS[zh_ordinal.group(1)]
-        return Resolution("about", (cited[position],), "one") \
-            if -len(cited) <= position < len(cited) else Resolution("leave")
+        return Resolution("about", (cited[position],)) if -len(cited) <= position < len(cited) \
+            else Resolution("leave")
     if _ZH_FRAME.search(question) or _ZH_SELECTS.search(question):
         return Resolution("select", tuple(cited))
-    if _ZH_PLURAL_REF.search(question):
-        return Resolution("about", tuple(cited), "all")
-    if _ZH_SINGULAR_REF.search(question):
+    if _ZH_PLURAL_REF.search(question) or _ZH_SINGULAR_REF.search(question):
         # "it" after an answer citing several papers is one of them: search among them all.
-        return Resolution("about", tuple(cited), "one")
+        return Resolution("about", tuple(cited))
     return Resolution("leave")
 
 

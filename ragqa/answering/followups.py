@@ -144,26 +144,15 @@ FOLLOW_BIAS = 0.857
 @dataclass(frozen=True)
 class Resolution:
     """What a turn does with the last answer's papers: "select" among them, ask "about" them
-    (`papers` the ones pointed at: one for an ordinal), or "leave" them (papers empty).
-    `papers` keep the order the last answer listed them in. `pointing` is "one" when the turn
-    points at a paper by a word ("it", "the second one"), "all" when at them all ("they",
-    "these"), else "": a turn that points is about those papers even when it shares no word
-    with them ("What technique does it rely on?")."""
+    (`papers` the ones pointed at: one for a place in the list), or "leave" them (papers
+    empty). `papers` keep the order the last answer listed them in."""
 
     kind: str
     papers: tuple[str, ...] = ()
-    pointing: str = ""
 
     @property
     def selecting(self) -> bool:
         return self.kind == "select"
-
-
-def pointing(question: str) -> str:
-    """"one", "all" or "" (see Resolution.pointing), for an English turn."""
-    if ORDINAL.search(question) or SINGULAR_REF.search(question):
-        return "one"
-    return "all" if PLURAL_REF.search(question) else ""
 
 
 def follows_up(signals: np.ndarray) -> float:
@@ -182,10 +171,10 @@ def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resol
     position = list_place(question)
     if position is not None and not SELECTS.search(question) and \
             -len(last) <= position < len(last):
-        return Resolution("about", (last[position],), "one")
+        return Resolution("about", (last[position],))
     if SELECTS.search(question):
-        return Resolution("select", tuple(last), pointing(question))
-    return Resolution("about", tuple(last), pointing(question))
+        return Resolution("select", tuple(last))
+    return Resolution("about", tuple(last))
 
 
 # Words of a selecting turn that say how a paper relates to the property, not the property
