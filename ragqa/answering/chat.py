@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ragqa.answering.answer import Answer, Citation, answer_question, detect_language, quote_lines
 from ragqa.answering.followups import (
+    PLACE_BY_NUMBER,
     PLURAL_REF,
     SINGULAR_REF,
     Resolution,
@@ -48,9 +49,7 @@ if TYPE_CHECKING:
 # what a turn refers to).
 _ORDINAL = re.compile(r"\bthe (?:first|second|third|fourth|fifth|sixth|last|latter|former|1st|"
                       r"2nd|3rd|4th|5th|6th)"
-                      r"(?: (?:one|paper|of them|of these|of those))?\b"
-                      r"|(?:\[|#|\bno\.\s?|\bnumber\s+|\bpaper\s+|\bitem\s+)"
-                      r"(?:\d|one|two|three|four|five|six)\b\]?", re.I)
+                      r"(?: (?:one|paper|of them|of these|of those))?\b|" + PLACE_BY_NUMBER, re.I)
 _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|those)|ones?)\s+",
                     re.I)
 # The same in Chinese: "它们是如何表示张量的？", "这篇论文提出了什么？", "第一篇用了什么数据？",

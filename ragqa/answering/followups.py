@@ -71,13 +71,16 @@ SELECTS = re.compile(
 # "the second one", "the last paper", "the latter", "the 2nd do", "#2", "[3]", "number two":
 # a place in the last answer's list (its citation numbers). Not "first-order" or "the second
 # moment": an ordinal word is followed by a word for a paper, a verb or the sentence's end.
+# "#2", "[3]", "number two", "paper 2": a place by its number (the one group: the number).
+PLACE_BY_NUMBER = r"(?:\[|#|\bno\.\s?|\bnumber\s+|\bpaper\s+|\bitem\s+)(\d|one|two|three|" \
+    r"four|five|six)\b\]?"
 ORDINAL = re.compile(
     r"\b(first|second|third|fourth|fifth|sixth|last|latter|former|1st|2nd|3rd|4th|5th|6th)\b"
     r"(?=\s+(?:one|paper|work|of|study|article|entry|result)\b|\s*[?.!,;:]|\s+[—–-]\s|$"
     r"|\s+(?:do|does|did|is|was|say|says|propose|proposes|use|uses|about|show|shows|find|finds|"
     r"achieve|achieves|report|reports|introduce|introduces|present|presents|have|has|cover|"
     r"covers|evaluate|evaluates|handle|handles|mean|means|focus|focuses)\b)"
-    r"|(?:\[|#|\bno\.\s?|\bnumber\s+|\bpaper\s+|\bitem\s+)(\d|one|two|three|four|five|six)\b\]?",
+    r"|" + PLACE_BY_NUMBER,
     re.IGNORECASE)
 ORDINALS = {"first": 0, "former": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4,
             "sixth": 5, "last": -1, "latter": -1, "1st": 0, "2nd": 1, "3rd": 2, "4th": 3,
@@ -187,7 +190,7 @@ _PROPERTY_FRAME = re.compile(
     r"type|method|methods|approach|approaches|model|models|technique|techniques|propose|"
     r"proposes|have|has|had|their|own|out|there|other|others|around|across|several|multiple|"
     r"many|some|consider|considers|look|looks|at|into|evaluate|evaluated|evaluates|test|tests|"
-    r"tested|all|actually|mostly|lots?|lot of|much|more|any|just|only)\b", re.IGNORECASE)
+    r"tested|all|mostly|lots?|lot of|much|more|any|just|only)\b", re.IGNORECASE)
 # Alternatives and examples of a property, each enough: "medical or biomedical", "visual input
 # like images", "clinical instruments such as questionnaires".
 _PROPERTY_ALTERNATIVES = re.compile(r",?\s+or\s+|\s*/\s*|,\s*|\s+(?:like|such as|e\.\s?g\.|"

@@ -20,6 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# "What's (out) there on …", "What do you have about …": a request for papers.
+_WHATS_THERE = (r"what(?:'s| is| do you have| have you got)(?: out)? (?:there )?"
+                r"(?:on|about|for|regarding)")
 # A leading request frame, matched again and again until none is left ("Please, can you list
 # all the papers that study ..."). Each alternative ends where the topic begins.
 _FRAMES = [
@@ -28,7 +31,7 @@ _FRAMES = [
     r"(?:now|ok|okay|so|also|next|then|alright|separately|(?:a )?(?:separate|another|new|"
     r"different) (?:question|topic)|switching (?:topics?|gears))\b(?![-'’])[,:!]?",
     r"(?:what|how) about",
-    r"what(?:'s| is| do you have| have you got)(?: out)? (?:there )?(?:on|about|for|regarding)",
+    _WHATS_THERE,
     r"(?:can|could|would|will) you(?: please)?(?: help me)?",
     r"(?:i am|i'm|im|we are|we're) (?:looking|searching|hunting) for",
     r"(?:i|we) (?:want|need|would like|'d like)(?: to (?:find|see|know|read))?",
@@ -108,8 +111,8 @@ class Understood:
 def strip_frame(question: str) -> str:
     """'Which papers are about X?' -> 'X': every leading request frame removed, trailing
     punctuation too. The question itself when nothing of substance would be left."""
-    text = _TRAILING_REQUEST.sub("", without_chat_lead(question.strip())[0]) \
-        if _content_words(without_chat_lead(question.strip())[0]) else question.strip()
+    bare = without_chat_lead(question.strip())[0]
+    text = _TRAILING_REQUEST.sub("", bare) if _content_words(bare) else question.strip()
     for _ in range(12):
         stripped = _FRAME.sub("", text, count=1)
         if stripped == text:
@@ -179,7 +182,7 @@ _LIST_QUESTION = re.compile(
     r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
     r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
     r"find (?:work|research|anything)|show me|any (?:work|research) on|"
-    r"what(?:'s| is| do you have| have you got)(?: out)? (?:there )?(?:on|about|for|regarding)|"
+    + _WHATS_THERE + r"|"
     r"(?:anything|something|stuff) (?:on|about|regarding|related to|new (?:on|in|about)))\b",
     re.IGNORECASE,
 )
