@@ -20,8 +20,9 @@ a turn is right when:
 - list: it cites a paper of the topic;
 - select ("which one evaluates on audio?"): it cites a paper of the selection, only papers of
   the last list shown (the answer to the last list, switch or select turn: after "the second
-  one", "which of those two …" picks among the list again), and none of the topic's papers
-  the selection leaves out;
+  one", "which of those two …" picks among the list again; a selection of one paper is no
+  list to select among, so after it the list before counts: since session 16), and none of
+  the topic's papers the selection leaves out;
 - position ("the second one"): its first citation is that paper of the previous answer;
 - about ("what is its accuracy?"): its first citation is a paper referred to (`phrase`: also
   reported, as the share whose quotes hold it);
@@ -95,7 +96,9 @@ def measure_chats(run, chats: list[dict], show: bool) -> dict:
                                   "before": shown if kind == "select" else before}),
                       file=sys.stderr)
             before = cited
-            if kind in ("list", "switch", "select"):
+            # A selection among one paper is none: after one, "which of them" is among the
+            # list before (as the chat reads it, and as the writers of rounds 5-6 meant).
+            if kind in ("list", "switch") or (kind == "select" and len(cited) >= 2):
                 shown = cited
     followed = [x for kind, xs in right.items() if kind != "list" for x in xs]
     return {"turns_after_the_first": round(sum(followed) / len(followed), 3),
@@ -132,27 +135,32 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=[1, 2, 3, 4, 5, 6],
+    parser.add_argument("--round", type=int, default=1, choices=[1, 2, 3, 4, 5, 6, 7, 8],
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
                              "4: chats_blind4.jsonl, near_misses_blind4.jsonl (all heldout); "
-                             "5: chats_blind5.jsonl, 6: chats_blind6.jsonl (all heldout)")
+                             "5: chats_blind5.jsonl, 6: chats_blind6.jsonl (all heldout); "
+                             "7: chats_blind7.jsonl, near_misses_blind7.jsonl (NeurIPS 2017 "
+                             "and NAACL 2024, all heldout)")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)
-    for name in ("nips2018", "acl2022"):
-        run("ingest", str(slice_path(args.home, args.data, name)), "--quiet", collection=name)
 
     def chosen(file: str) -> list[dict]:
         rows = [json.loads(line) for line in (HERE / file).open() if line.strip()]
-        return [r for r in rows if args.split == "all" or r["split"] == args.split]
+        rows = [r for r in rows if args.split == "all" or r["split"] == args.split]
+        for name in sorted({r["slice"] for r in rows}):  # ingested once; later runs skip
+            run("ingest", str(slice_path(args.home, args.data, name)), "--quiet",
+                collection=name)
+        return rows
 
     suffix = "" if args.round == 1 else str(args.round)
     report: dict = {"split": args.split, "round": args.round}
+    # Rounds 5 and 6 wrote chats only.
     if args.only in (None, "chats"):
         report["chats"] = measure_chats(run, chosen(f"chats_blind{suffix}.jsonl"), args.cases)
-    if args.only in (None, "near_misses"):
+    if args.only in (None, "near_misses") and (HERE / f"near_misses_blind{suffix}.jsonl").is_file():
         report["near_misses"] = measure_near_misses(
             run, chosen(f"near_misses_blind{suffix}.jsonl"), args.cases)
     print(json.dumps(report, indent=1))

@@ -27,11 +27,13 @@ sys.path.insert(1, str(HERE))
 
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
-ROUNDS = {1: "chats_blind.jsonl", 2: "chats_blind2.jsonl", 3: "chats_blind3.jsonl"}
+ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 8)}}
 
 
 def select_turns(rounds: list[int]):
-    """(chat id, slice, turn, the writer's previous papers, the topic's papers)."""
+    """(chat id, slice, turn, the writer's last list, the topic's papers): a selection
+    picks among the papers of the last list, switch or selection of two or more (after a
+    selection of one, "which of those …" picks among the list before)."""
     for r in rounds:
         for line in (HERE / ROUNDS[r]).open():
             chat = json.loads(line)
@@ -42,8 +44,9 @@ def select_turns(rounds: list[int]):
                     yield chat["id"], chat["slice"], turn, previous, topic
                 if turn["kind"] in ("list", "switch"):
                     topic = set(turn["papers"])
-                if turn["papers"]:
-                    previous = list(turn["papers"])
+                if turn["kind"] in ("list", "switch") or \
+                        (turn["kind"] == "select" and len(turn["papers"]) >= 2):
+                    previous = list(turn["papers"])  # as blind.py judges
 
 
 def main() -> int:
