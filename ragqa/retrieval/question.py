@@ -178,6 +178,15 @@ _LIST_QUESTION = re.compile(
     r"methods|contributions|submissions)\b"
     r"|^\s*(?:the\s+)?(?:papers|works?|studies|research)\s+(?:\w+ing\s+)?(?:on|about|that|"
     r"which|using|with|where|at|into|in|for)\b"
+    # "who works on X here?", "imitation learning papers? I mean …", "are there test suites
+    # that check …": who and what the collection has.
+    r"|^\W*(?:and\s+|so\s+)?who(?:'s|\s+is)?\s+(?:works?|working|worked|has worked|looks? at|"
+    r"studies|researches)\s+(?:on|at|in)?\b"
+    r"|^\W*(?!(?:how|what|whats|what's|why|when|where|who|does|do|did|is|are|was|were|can|could|"
+    r"should|would|will|has|have|which|and|so|in|of|for|on)\b)[^?.!]{2,60}?\s(?:papers|work)"
+    r"\s*\?"
+    r"|^\W*(?:and\s+)?are there\s+(?:any\s+)?(?:[\w-]+\s+){0,3}?[\w-]+s\s+(?:that|which|"
+    r"for|on|about|using|with)\b"
     # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
     r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
     r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
