@@ -231,6 +231,8 @@ def test_a_selection_after_one_paper_picks_among_the_last_list(chat):
     "learning robot grasps, e.g. from camera images or from labelled grasp poses",
     # typed lower case, longer than a bare topic, no verb: a search box's topic, not a claim
     "grasping household objects with robot arms trained from trial and error",
+    "who works on robot grasping here?",
+    "robot grasping papers? I mean learning where to grasp, from images or from trials",
 ])
 def test_a_topic_described_as_users_type_it_gets_a_list(seeded, chat, asked):
     """A search-box description is a list request, not a claim to check against one paper."""

@@ -112,7 +112,8 @@ def strip_frame(question: str) -> str:
     """'Which papers are about X?' -> 'X': every leading request frame removed, trailing
     punctuation too. The question itself when nothing of substance would be left."""
     bare = without_chat_lead(question.strip())[0]
-    text = _TRAILING_REQUEST.sub("", bare) if _content_words(bare) else question.strip()
+    text = _HERE.sub("", _TRAILING_REQUEST.sub("", bare)) if _content_words(bare) \
+        else question.strip()
     for _ in range(12):
         stripped = _FRAME.sub("", text, count=1)
         if stripped == text:
@@ -249,6 +250,9 @@ _TRAILING_REQUEST = re.compile(
     r"(?: (?:look at|looks at|study|studies|explore|explores|address|addresses|cover|covers|"
     r"examine|examines|on|about|tackle|tackles|do|does|try|tries|trying)(?: to explain)?"
     r"(?: (?:that|this|it|them|those))?)?)\s*[?.!]?\s*$", re.IGNORECASE)
+# "… here?", "… in this collection": where, not what.
+_HERE = re.compile(r"\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|set)|at this "
+                   r"conference)\s*[?.!]*\s*$", re.IGNORECASE)
 # Where a described topic's head ends: a relative clause, a description after a colon or dash,
 # examples ("regularizers that make weights orthogonal", "decentralized training: learning
 # without a central server", "ML for molecular simulation, like molecular dynamics").
