@@ -52,10 +52,11 @@ if os.environ.get("RAGQA_CODE"):
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parents[2] / "shared" / "data" / "mlconf"
 SLICES = {"nips2018": ("nips", 2018), "acl2022": ("acl", 2022)}
-# Slices only the later blind reading rounds use (bench/reading/blind.py --round 7, 8): papers no
-# earlier round's helpers had read (rounds 7 and 8). The list questions stay on SLICES.
+# Slices only the later blind reading rounds use (bench/reading/blind.py --round 7-9): papers no
+# earlier round's helpers had read (rounds 7-9). The list questions stay on SLICES.
 MORE_SLICES = {"nips2017": ("nips", 2017), "naacl2024": ("naacl", 2024),
-               "icml2018": ("icml", 2018), "naacl2022": ("naacl", 2022)}
+               "icml2018": ("icml", 2018), "naacl2022": ("naacl", 2022),
+               "nips2016": ("nips", 2016), "acl2021": ("acl", 2021)}
 # Thresholds tried when calibrating (probabilities) and the list-level gate's.
 THRESHOLDS = np.round(np.arange(0.05, 0.995, 0.01), 3)
 GATES = np.round(np.arange(0.0, 0.96, 0.05), 3)

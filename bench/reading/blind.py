@@ -3,7 +3,7 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--round 1..6] [--split dev|heldout|all]
+    python bench/reading/blind.py --home DIR [--round 1..9] [--split dev|heldout|all]
         [--only chats|near_misses] [--cases]
 
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
@@ -11,8 +11,10 @@ Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) an
 `heldout`), written later by other helpers on other papers and terms, measures the next;
 round 3 (near_misses_blind3.jsonl, all `heldout`, two thirds of its near misses and
 controls hinging on ordinary words: NEAR_MISSES_BLIND3.md; chats_blind3.jsonl, 48
-conversations by another helper: CHATS_BLIND3.md) the one after. Rounds 1-2 of the chats and
-rounds 1-3 of the near misses are development data now.
+conversations by another helper: CHATS_BLIND3.md) the one after; rounds 4-6 the changes of
+session 15; rounds 7 (NeurIPS 2017 and NAACL 2024), 8 (ICML 2018 and NAACL 2022) and 9
+(NeurIPS 2016 and ACL 2021), chats and near misses on slices no earlier helper had read, those
+of session 16. Every round but the last is development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -135,14 +137,15 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=[1, 2, 3, 4, 5, 6, 7, 8],
+    parser.add_argument("--round", type=int, default=1, choices=[1, 2, 3, 4, 5, 6, 7, 8, 9],
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
                              "4: chats_blind4.jsonl, near_misses_blind4.jsonl (all heldout); "
                              "5: chats_blind5.jsonl, 6: chats_blind6.jsonl (all heldout); "
                              "7: chats_blind7.jsonl, near_misses_blind7.jsonl (NeurIPS 2017 "
-                             "and NAACL 2024, all heldout)")
+                             "and NAACL 2024), 8: …8.jsonl (ICML 2018 and NAACL 2022), 9: "
+                             "…9.jsonl (NeurIPS 2016 and ACL 2021), all heldout")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)
