@@ -27,7 +27,7 @@ sys.path.insert(1, str(HERE))
 
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
-ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 8)}}
+ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 10)}}
 
 
 def select_turns(rounds: list[int]):

@@ -61,6 +61,7 @@ _QUANTITY = re.compile(
 # A follow-up about what a paper contributes, and the sentence that says it.
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*"
                                 r"|\b(?:general|basic|key|core|overall) idea|\bgist\b|"
+                                r"\b(?:main |key |big )?(?:takeaway|upshot|bottom line)\b|"
                                 r"\bwhat(?:'s| is| are)\s+(?:it|they|this|that|these|those)\s+"
                                 r"(?:paper\s+|one\s+)?about\b|\bwhat (?:does|do) (?:it|they) do\b"
                                 r"|提出|贡献|创新|主要思想", re.IGNORECASE)

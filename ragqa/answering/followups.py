@@ -37,7 +37,8 @@ REFERS = re.compile(
     r"the former|(?:this|that|the) (?:paper|work|one|method|model|approach|study|system)|"
     r"the above|of the above|the (?:problem|task|fix|trick|idea|setup|setting|dataset|data set|"
     r"benchmark|results?|experiments?|authors?|findings?|architecture|algorithm|framework|"
-    r"objective|loss|evaluation|baselines?)(?! of\b))\b"
+    r"objective|loss|evaluation|baselines?|(?:main |key |big )?(?:takeaway|point|upshot|"
+    r"bottom line|gist))(?! of\b))\b"
     r"|\b(?:about|behind|of|on|for|with|in|from)\s+(?:that|this)\s*[?.!]*\s*$"
     r"|^\s*(?:and\s+)?(?:on|in|for|with|from|against|by|over|at)\s+(?:what|which|how)\b",
     re.IGNORECASE)
@@ -59,6 +60,7 @@ SELECTS = re.compile(
     r"(?:does|do|is|are|did|was|were|can)\s+(?:any|either|one|some|none|neither)\b|"
     r"(?:just\s+|only\s+)?the\s+(?:one|ones)\s+(?!of\b)(?=\w)|"
     r"(?:any|ones?|those|some)\s+(?:with|that|which|using|where|based|built|trained)\b|"
+    r"any\s+\w+ed\s+(?:on|with|in|for|by|using|against|to)\b|"
     r"any\s+(?:[\w-]+\s+){0,3}ones?\b|any\s+(?:for|on|in|about|of)\s+(?!the\s+papers)|"
     r"which\s+(?:uses?|is|are|has|have|does|do|handles?|focus(?:es)?|covers?|proposes?|"
     r"studies|evaluates?|looks?|considers?|works?|relies|rely|applies|apply|needs?|"

@@ -55,7 +55,7 @@ _FRAMES = [
     r"(?:papers?|works?|studies|study|articles?|abstracts?|publications?|research|"
     r"contributions?|submissions?|approaches|methods|literature)"
     r"(?: in (?:this|the) (?:collection|conference|list|set))?",
-    r"(?:that|which|who|where|whose)",
+    r"(?:that|which|who|where|whose|anyone|anybody|someone)(?: here)?",
     r"(?:are|is|was|were|do|does|did|have|has)",
     r"(?:(?:deal|deals|dealing|work|works|working|concerned|concern|concerns) (?:with|on)|"
     r"(?:focus|focuses|focusing|focused|centre|center|centred|centered) on|look(?:s|ing)? at|"
@@ -181,8 +181,9 @@ _LIST_QUESTION = re.compile(
     r"which|using|with|where|at|into|in|for)\b"
     # "who works on X here?", "imitation learning papers? I mean …", "are there test suites
     # that check …": who and what the collection has.
-    r"|^\W*(?:and\s+|so\s+)?who(?:'s|\s+is)?\s+(?:works?|working|worked|has worked|looks? at|"
-    r"studies|researches)\s+(?:on|at|in)?\b"
+    r"|^\W*(?:and\s+|so\s+)?(?:who(?:'s|\s+is)?|anyone|anybody|someone)(?:\s+here)?\s+"
+    r"(?:works?|working|worked|has worked|looks? at|looking at|studies|researches)\s+"
+    r"(?:on|at|in)?\b"
     r"|^\W*(?!(?:how|what|whats|what's|why|when|where|who|does|do|did|is|are|was|were|can|could|"
     r"should|would|will|has|have|which|and|so|in|of|for|on)\b)[^?.!]{2,60}?\s(?:papers|work)"
     r"\s*\?"
@@ -266,7 +267,7 @@ _ASKS_FIRST = re.compile(r"^\s*(?:how|what|whats|what's|why|when|where|who|which
 # A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
 # "Now, which papers …", "And X?".
 _CHAT_LEAD = re.compile(
-    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|btw|"
+    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|then|next|separately|on another note|btw|but|"
     r"by the way|unrelated|something (?:else|different|new)|(?:on )?a different note|"
     r"(?:a |one )?(?:separate|another|new|different|other|unrelated) (?:question|topic|thing)|"
     r"switching (?:topics?|gears)|changing (?:the )?(?:topic|subject))(?:\s-\s|[\s,:;.!—–])+)+",
