@@ -156,7 +156,9 @@ def test_function_words_are_not_topic_words(seeded, chat):
                                     "structures?",
                                     "now something else — which papers predict protein "
                                     "structures?",
-                                    "btw, what's there on protein structure prediction"])
+                                    "btw, what's there on protein structure prediction",
+                                    "unrelated, but is there anything on protein structure "
+                                    "prediction?"])
 def test_a_new_topic_put_as_what_about_gets_a_list(chat, switch):
     """"What about X?" after a list asks for the papers on X, all of them; a chat's lead-in
     ("OK, separate question:") is neither the topic nor a name that no paper uses."""
@@ -174,6 +176,8 @@ def test_a_new_topic_put_as_what_about_gets_a_list(chat, switch):
     ("which uses a CNN", "grasp-cnn"),
     ("any with ImageNet pretraining?", "grasp-cnn"),
     ("do either of them learn by trial and error, or is it all supervised?", "grasp-rl"),
+    ("any pre-trained on ImageNet?", "grasp-cnn"),
+    ("going back to those two, which of them uses a CNN?", "grasp-cnn"),
 ])
 def test_a_selection_in_the_users_words(chat, selection, expected):
     """A property worded as users write it (an abbreviation, a compound without its hyphen,
@@ -212,6 +216,14 @@ def test_follow_ups_keep_to_the_last_papers_in_their_order(chat):
     assert _ids(fragment) == ["grasp-rl"]  # a fragment continues the last question
 
 
+def test_the_main_takeaway_is_of_the_paper_selected(chat):
+    """"What's the main takeaway?" names no paper: it asks about the one just selected."""
+    _, chosen, takeaway = chat("Which papers learn robot grasping?", "which one is RL-based",
+                               "what's the main takeaway?")
+    assert _ids(chosen) == ["grasp-rl"]
+    assert _ids(takeaway) == ["grasp-rl"]
+
+
 def test_a_selection_after_one_paper_picks_among_the_last_list(chat):
     """After "the first one" (an answer about one paper), "which of those …" and "the second
     one" mean the list before it."""
@@ -232,6 +244,7 @@ def test_a_selection_after_one_paper_picks_among_the_last_list(chat):
     # typed lower case, longer than a bare topic, no verb: a search box's topic, not a claim
     "grasping household objects with robot arms trained from trial and error",
     "who works on robot grasping here?",
+    "anyone here working on robot grasping?",
     "robot grasping papers? I mean learning where to grasp, from images or from trials",
 ])
 def test_a_topic_described_as_users_type_it_gets_a_list(seeded, chat, asked):

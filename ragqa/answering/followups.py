@@ -60,7 +60,7 @@ SELECTS = re.compile(
     r"(?:does|do|is|are|did|was|were|can)\s+(?:any|either|one|some|none|neither)\b|"
     r"(?:just\s+|only\s+)?the\s+(?:one|ones)\s+(?!of\b)(?=\w)|"
     r"(?:any|ones?|those|some)\s+(?:with|that|which|using|where|based|built|trained)\b|"
-    r"any\s+\w+ed\s+(?:on|with|in|for|by|using|against|to)\b|"
+    r"any\s+[\w-]+ed\s+(?:on|with|in|for|by|using|against|to)\b|"
     r"any\s+(?:[\w-]+\s+){0,3}ones?\b|any\s+(?:for|on|in|about|of)\s+(?!the\s+papers)|"
     r"which\s+(?:uses?|is|are|has|have|does|do|handles?|focus(?:es)?|covers?|proposes?|"
     r"studies|evaluates?|looks?|considers?|works?|relies|rely|applies|apply|needs?|"
