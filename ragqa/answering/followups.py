@@ -55,7 +55,7 @@ SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|tha
 _NOT_AN_ORDINAL = r"(?!(?:first|second|third|fourth|fifth|sixth|last|latter|former|next|other|" \
     r"same|\d\w*)\b)"
 SELECTS = re.compile(
-    r"^\s*(?:(?:and|so|ok|okay|now)[,\s]+|[^?.!]{0,60}?[,:;—–]\s+)?(?:(?:which|what)\s+"
+    r"^\s*(?:(?:and|so|ok|okay|now)[,\s]+|[^?.!]{0,60}?(?:[,:;—–]|\s-)\s+)?(?:(?:which|what)\s+"
     r"(?:one|ones|of)\b|"
     r"(?:does|do|is|are|did|was|were|can)\s+(?:any|either|one|some|none|neither)\b|"
     r"(?:just\s+|only\s+)?the\s+(?:one|ones)\s+(?!of\b)(?=\w)|"
@@ -206,7 +206,7 @@ _PROPERTY_FRAME = re.compile(
 _FILLER = re.compile(
     r"(?<![\w-])(?:actually|really|somewhere|somehow|anything|something|specifically|"
     r"particularly|exactly|basically|maybe|perhaps|even|still|also|just|only|both|either|"
-    r"(?:going |go |get |coming |come )?back(?: to (?:the list|those|these|them))?|"
+    r"(?:going |go |get |coming |come )?back(?: to (?:(?:the|your|that) list|those|these|them))?|"
     r"(?:from|in|on) the list|(?:of |to )?(?:the|these|those|all) (?:original )?(?:two|three|"
     r"four|five|ones?|list)|original|two|three|four|five)(?![\w-])", re.IGNORECASE)
 # Alternatives and examples of a property, each enough: "medical or biomedical", "visual input
