@@ -51,11 +51,14 @@ SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|tha
 # A turn that picks among them: "Which one …", "Which of them …", "Does either …", "Is any of
 # these …", "Do any …", "the one with …", "the RL one?", "the contrastive learning ones", "any
 # with code?", "which uses persona memory"; after a lead-in too ("going back to those two,
-# which of them …").
+# which of them …"), unless it announces a new topic ("OK, different question: which of the
+# papers …").
 _NOT_AN_ORDINAL = r"(?!(?:first|second|third|fourth|fifth|sixth|last|latter|former|next|other|" \
     r"same|\d\w*)\b)"
 SELECTS = re.compile(
-    r"^\s*(?:(?:and|so|ok|okay|now)[,\s]+|[^?.!]{0,60}?(?:[,:;—–]|\s-)\s+)?(?:(?:which|what)\s+"
+    r"^\s*(?:(?:and|so|ok|okay|now)[,\s]+|"
+    r"(?:(?!question|topic|unrelated|different|separate|else|switch)[^?.!]){0,60}?"
+    r"(?:[,:;—–]|\s-)\s+)?(?:(?:which|what)\s+"
     r"(?:one|ones|of)\b|"
     r"(?:does|do|is|are|did|was|were|can)\s+(?:any|either|one|some|none|neither)\b|"
     r"(?:just\s+|only\s+)?the\s+(?:one|ones)\s+(?!of\b)(?=\w)|"
