@@ -72,6 +72,14 @@ def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
     raise ValueError(kind)
 
 
+def shows_a_list(kind: str, papers: list[str]) -> bool:
+    """Whether a turn's papers are the list a later "which of them …" selects among: a list's,
+    a switch's, a selection's of two or more. A selection of one is none: after it, "which of
+    them" is among the list before (as the chat reads it, and as the writers of rounds 5-6
+    meant)."""
+    return kind in ("list", "switch") or (kind == "select" and len(papers) >= 2)
+
+
 def measure_chats(run, chats: list[dict], show: bool) -> dict:
     right: dict[str, list[float]] = {}
     phrases = []
@@ -98,9 +106,7 @@ def measure_chats(run, chats: list[dict], show: bool) -> dict:
                                   "before": shown if kind == "select" else before}),
                       file=sys.stderr)
             before = cited
-            # A selection among one paper is none: after one, "which of them" is among the
-            # list before (as the chat reads it, and as the writers of rounds 5-6 meant).
-            if kind in ("list", "switch") or (kind == "select" and len(cited) >= 2):
+            if shows_a_list(kind, cited):
                 shown = cited
     followed = [x for kind, xs in right.items() if kind != "list" for x in xs]
     return {"turns_after_the_first": round(sum(followed) / len(followed), 3),
@@ -160,9 +166,9 @@ def main() -> int:
 
     suffix = "" if args.round == 1 else str(args.round)
     report: dict = {"split": args.split, "round": args.round}
-    # Rounds 5 and 6 wrote chats only.
     if args.only in (None, "chats"):
         report["chats"] = measure_chats(run, chosen(f"chats_blind{suffix}.jsonl"), args.cases)
+    # Rounds 5 and 6 wrote chats only.
     if args.only in (None, "near_misses") and (HERE / f"near_misses_blind{suffix}.jsonl").is_file():
         report["near_misses"] = measure_near_misses(
             run, chosen(f"near_misses_blind{suffix}.jsonl"), args.cases)

@@ -25,6 +25,7 @@ if "--code" in sys.argv:
 sys.path.insert(0, os.environ.get("RAGQA_CODE") or str(HERE.parents[1]))
 sys.path.insert(1, str(HERE))
 
+from blind import shows_a_list  # noqa: E402  (as blind.py judges)
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
 ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 10)}}
@@ -44,9 +45,8 @@ def select_turns(rounds: list[int]):
                     yield chat["id"], chat["slice"], turn, previous, topic
                 if turn["kind"] in ("list", "switch"):
                     topic = set(turn["papers"])
-                if turn["kind"] in ("list", "switch") or \
-                        (turn["kind"] == "select" and len(turn["papers"]) >= 2):
-                    previous = list(turn["papers"])  # as blind.py judges
+                if shows_a_list(turn["kind"], turn["papers"]):
+                    previous = list(turn["papers"])
 
 
 def main() -> int:

@@ -249,7 +249,7 @@ def _states_short_topic(index: LexicalIndex, query: str, row: int) -> bool:
 # (bench/reading/near_miss_words.py) the unknown-word rule catches 228 of 272 misses with
 # them left out, 211 counting them; controls caught 4 of 272 either way, real list questions
 # (64) and chat topics (442) 0 and 2 either way.
-_FUNCTION_WORDS = frozenset(lexical.terms(
+_NOT_TOPIC_WORDS = frozenset(lexical.terms(
     "from against between through via within without across toward towards onto upon among "
     "amongst under over after before during versus vs than can could would should may might "
     "we our us you your i my its has have had been being were do does did so very also just "
@@ -263,7 +263,7 @@ def _term_groups(index: LexicalIndex, text: str) -> list[list[str]]:
     the noise papers' word absent)."""
     groups: dict[str, list[str]] = {}
     for term in lexical.terms(text, query=True):
-        if term in groups or term in _FUNCTION_WORDS:
+        if term in groups or term in _NOT_TOPIC_WORDS:
             continue
         forms = index.forms(term)
         if all(index.document_frequency(t) == 0 for t in forms):
