@@ -202,6 +202,43 @@ def test_a_property_in_other_words_than_the_abstracts(chat, selection, expected)
     assert _ids(chosen) == [expected]
 
 
+MOLECULES = ("Message passing on molecular graphs",
+             "We estimate the solubility and toxicity of drug-like molecules from their atom-bond "
+             "graphs with a message passing network. On MoleculeNet it lowers the error of the "
+             "best baseline by 12%.")
+PROFILES = ("Sampling neighbours for user profiling",
+            "We design a neighbour sampling scheme that helps graph neural networks predict user "
+            "properties such as age and interests in large social networks. The model scales to "
+            "a graph of 40 million users.")
+
+
+def test_the_reader_overrides_a_word_held_in_another_sense():
+    """"Predicts whether a substance is poisonous": only the profiling paper writes a word of
+    it ("predict"), the molecules paper none, yet it is the one meant; the real cross-encoder,
+    reading each paper's sentences against the turn, finds it clearly closer (READER_MARGIN)
+    and the selection is that paper, as held (worded)."""
+    from ragqa.answering.followups import selected
+    from ragqa.models.rerank import cross_encoder
+
+    read = cross_encoder().score
+    chosen = selected("which one predicts whether a substance is poisonous?",
+                      [MOLECULES, PROFILES], None, read)
+    assert chosen.picks == [0] and chosen.worded
+    assert selected("which one predicts whether a substance is poisonous?",
+                    [MOLECULES, PROFILES], None, None).picks == [1]  # the words alone
+
+
+def test_a_property_no_paper_words_shows_the_closest_and_says_so(chat):
+    """No listed paper writes "people who cannot hear": the answer says so, then shows the one
+    that reads closest (deaf signers), not every paper listed nor the collection's."""
+    listed, chosen = chat("Which papers work on sign language?",
+                          "which one is for people who cannot hear?")
+    assert {"sign-bench", "sign-translate"} <= set(_ids(listed))
+    assert _ids(chosen) == ["sign-bench"]
+    assert chosen["answer"].startswith(
+        "None of the papers it refers to writes “people who cannot hear” in those words")
+
+
 def test_follow_ups_keep_to_the_last_papers_in_their_order(chat):
     """"#2" is the second paper listed; "these" reads the listed papers in the order shown; a
     question about "it" that shares no word with the paper is still answered from it, not

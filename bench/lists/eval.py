@@ -56,7 +56,8 @@ SLICES = {"nips2018": ("nips", 2018), "acl2022": ("acl", 2022)}
 # earlier round's helpers had read (rounds 7-9). The list questions stay on SLICES.
 MORE_SLICES = {"nips2017": ("nips", 2017), "naacl2024": ("naacl", 2024),
                "icml2018": ("icml", 2018), "naacl2022": ("naacl", 2022),
-               "nips2016": ("nips", 2016), "acl2021": ("acl", 2021)}
+               "nips2016": ("nips", 2016), "acl2021": ("acl", 2021),
+               "ijcai2024": ("ijcai", 2024), "coling2022": ("coling", 2022)}
 # Thresholds tried when calibrating (probabilities) and the list-level gate's.
 THRESHOLDS = np.round(np.arange(0.05, 0.995, 0.01), 3)
 GATES = np.round(np.arange(0.0, 0.96, 0.05), 3)

@@ -1,14 +1,20 @@
 """How the chat's selection rule (ragqa/answering/followups.selected) picks among papers, on the
-select turns of the blind conversations (rounds 1-2: development data), apart from the rest of
-the chat: each "which one …" turn is given the papers its writer listed for the turn before
-(not ragqa's answer), so that only the selection is measured.
+select turns of the blind conversations, apart from the rest of the chat: each "which one …"
+turn is given the papers its writer listed for the turn before (not ragqa's answer), so that
+only the selection is measured; or, with `--shown`, the papers ragqa showed (the `before` of
+each select turn in `blind.py --cases` output, whose lists are longer and hold papers beyond
+the writer's topic).
 
-    python bench/reading/select_eval.py --home DIR [--rounds 1,2] [--cases]
+    python bench/reading/select_eval.py --home DIR [--rounds 1,2] [--cases] [--no-reader]
+    python bench/reading/blind.py --home DIR --round N --split all --only chats --cases \
+        2> CASES_N.jsonl
+    python bench/reading/select_eval.py --home DIR --rounds N --shown CASES_N.jsonl
 
 A turn is right, as in blind.py, when the picked papers hold one of the writer's and none of
 the topic's papers the writer left out; `exact` counts turns whose picks are exactly the
-writer's (what a following "the second one" needs). `--code DIR` measures another checkout's
-rule (e.g. a worktree of the version before).
+writer's (what a following "the second one" needs). `--no-reader` leaves the cross-encoder
+out (the words alone); `--code DIR` measures another checkout's rule (e.g. a worktree of the
+version before).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ sys.path.insert(1, str(HERE))
 from blind import shows_a_list  # noqa: E402  (as blind.py judges)
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
-ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 10)}}
+ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 11)}}
 
 
 def select_turns(rounds: list[int]):
@@ -49,11 +55,26 @@ def select_turns(rounds: list[int]):
                     previous = list(turn["papers"])
 
 
+def shown_turns(rounds: list[int], cases: list[Path]):
+    """The same select turns with the papers ragqa showed before each (blind.py --cases)."""
+    shown = {}
+    for path in cases:
+        for line in path.open():
+            case = json.loads(line)
+            if case.get("kind") == "select":
+                shown[(case["chat"], case["say"])] = case["before"]
+    for chat_id, name, turn, _, topic in select_turns(rounds):
+        if shown.get((chat_id, turn["say"])):
+            yield chat_id, name, turn, shown[(chat_id, turn["say"])], topic
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rounds", default="1,2")
+    parser.add_argument("--shown", type=Path, nargs="+", help="blind.py --cases output")
+    parser.add_argument("--no-reader", action="store_true")
     parser.add_argument("--code", type=Path, help="measure another checkout's rule")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
@@ -64,23 +85,31 @@ def main() -> int:
     from ragqa.config import load_settings
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
-    turns = list(select_turns([int(r) for r in args.rounds.split(",")]))
-    texts, indexes = {}, {}
+    rounds = [int(r) for r in args.rounds.split(",")]
+    turns = list(shown_turns(rounds, args.shown) if args.shown else select_turns(rounds))
+    papers, indexes = {}, {}
     for name in {t[1] for t in turns}:
         for line in slice_path(args.home, args.data, name).open():
             paper = json.loads(line)
-            texts[paper["_id"]] = paper["title"] + " " + paper["text"]
+            papers[paper["_id"]] = (paper["title"], paper["text"])
         indexes[name] = open_for_query(settings, name).lexical
-    # The rule before this one took the collection's idf of its own content words.
-    old_rule = "weights" in inspect.signature(selected).parameters
+    parameters = inspect.signature(selected).parameters
+    read = None
+    if "read" in parameters and not args.no_reader:
+        from ragqa.models.rerank import cross_encoder
+        read = cross_encoder().score
     right = exact = 0
     for chat_id, name, turn, previous, topic in turns:
-        if old_rule:
+        if "weights" in parameters:  # the rule before session 15: the idf of its own words
             from ragqa.answering.followups import content_terms
-            pick = selected(turn["say"], [texts[p] for p in previous],
+            pick = selected(turn["say"], [" ".join(papers[p]) for p in previous],
                             indexes[name].idf(content_terms(turn["say"])))
+        elif "read" in parameters:  # session 17: (title, abstract) pairs and a reader
+            pick = selected(turn["say"], [papers[p] for p in previous], indexes[name],
+                            read).picks
         else:
-            pick = selected(turn["say"], [texts[p] for p in previous], indexes[name])
+            pick = selected(turn["say"], [" ".join(papers[p]) for p in previous],
+                            indexes[name])
         picked = {previous[i] for i in pick}
         wanted = set(turn["papers"])
         ok = bool(picked & wanted) and not picked & (topic - wanted)
@@ -89,7 +118,8 @@ def main() -> int:
         if args.cases and not ok:
             print(json.dumps({"chat": chat_id, "say": turn["say"], "wanted": sorted(wanted),
                               "picked": sorted(picked)}), file=sys.stderr)
-    print(json.dumps({"rounds": args.rounds, "select_turns": len(turns), "right": right,
+    print(json.dumps({"rounds": args.rounds, "shown": bool(args.shown),
+                      "reader": read is not None, "select_turns": len(turns), "right": right,
                       "exact": exact}, indent=1))
     return 0
 

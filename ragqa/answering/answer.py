@@ -26,7 +26,7 @@ import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.answering.facts import answer_span, asks_for_fact, fact_scores, sentence_signals
-from ragqa.answering.followups import Resolution, selected
+from ragqa.answering.followups import Resolution, property_phrase, selected
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
@@ -529,17 +529,21 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
     cross-encoder reads as its best answer; a question about what a paper proposes quotes its
     contribution sentence. A selection (`referred.selecting`: the chat's reading of the turn,
     "Which of them …") keeps the papers that hold the most of the property it asks for, its
-    words weighed by the collection's idf (`index`; followups.selected). The papers come in
+    words weighed by the collection's idf (`index`), or the one the cross-encoder reads as
+    clearly closer, or, when none writes its words, says so and shows the closest
+    (followups.selected). The papers come in
     the order the earlier answer listed them ("it" after several means the first, as often as
     not, on the blind chat sets). Unless the follow-up selects, the papers are read even when
     none holds its words."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
     selecting = referred.selecting
     hits = in_listed_order(hits, referred.papers)
+    closest_only = False
     if selecting and language == "English":
         # By the turn's own words (`query`): the standalone question names every paper.
-        kept = [hits[i] for i in selected(query, [h.paper.title + " " + h.paper.text
-                                                  for h in hits], index)]
+        selection = selected(query, [(h.paper.title, h.paper.text) for h in hits], index,
+                             cross_encoder().score)
+        kept, closest_only = [hits[i] for i in selection.picks], not selection.worded
     elif contribution:
         kept = list(hits)
     else:
@@ -559,6 +563,9 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
         citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source,
                                   quote=sentence))
         lines.append(f"> **{hit.paper.title}**: {sentence} [{n}]")
+    if closest_only:
+        lines.insert(0, message("answer.closest_referred", language,
+                                topic=property_phrase(query)))
     return CheckedText("\n\n".join(lines), citations, 0)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from ragqa.answering.facts import abbreviations
 from ragqa.index import lexical
 from ragqa.resources import DATA_DIR
 from ragqa.retrieval.question import is_list_question
+from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
     from ragqa.index.lexical import LexicalIndex
@@ -234,14 +236,36 @@ _PROPERTY_WORDS_ONLY = _whole_words(_PROPERTY_FRAME)
 
 
 @functools.cache
-def acronyms() -> dict[str, tuple[str, ...]]:
-    """ml_acronyms.tsv: each abbreviation's term and the terms of its long form."""
+def long_forms() -> dict[str, str]:
+    """ml_acronyms.tsv: each abbreviation (lower case) and its long form."""
     out = {}
     for line in _ACRONYMS_FILE.read_text(encoding="utf-8").splitlines():
         if line and not line.startswith("#"):
             short, long_form = line.split("\t")
-            out[short] = tuple(lexical.terms(long_form.replace("-", " ")))
+            out[short] = long_form
     return out
+
+
+@functools.cache
+def acronyms() -> dict[str, tuple[str, ...]]:
+    """ml_acronyms.tsv: each abbreviation's term and the terms of its long form."""
+    return {short: tuple(lexical.terms(long_form.replace("-", " ")))
+            for short, long_form in long_forms().items()}
+
+
+_CAPITALS = re.compile(r"\b[A-Z][A-Za-z]*[A-Z]s?\b")
+
+
+def spelled_out(text: str) -> str:
+    """`text` with the ML abbreviations it writes in capitals spelled out beside them ("the RL
+    one" -> "the reinforcement learning (RL) one"): the reader knows the words better than the
+    letters."""
+    def spell(match: re.Match) -> str:
+        word = match.group(0)
+        short = word.lower()
+        long_form = long_forms().get(short) or long_forms().get(short.removesuffix("s"))
+        return f"{long_form} ({word})" if long_form else word
+    return _CAPITALS.sub(spell, text)
 
 
 @functools.cache
@@ -318,28 +342,80 @@ def _property_words(text: str, index: LexicalIndex | None, drop: re.Pattern | No
     return words
 
 
-def selected(question: str, texts: list[str], index: LexicalIndex | None = None) -> list[int]:
-    """Which of the last papers (their titles and abstracts) a selecting turn picks: those
-    that hold the most of the property it asks for (asked_property; of alternatives, the best
-    held), every paper with the most; none when none holds any of it. On the select turns of
-    blind rounds 1-2 given their writers' previous papers, 87 of 93 picks are right and 80
-    exactly the writer's, from 88 and 73; round 3, 42 and 38 of 48 from 40 and 30
-    (bench/reading/select_eval.py). Preferring papers that write the property's words side by
-    side gained one right pick and lost nine exact ones; for "which one", the paper that
-    writes them most often lost 12 more picks than it gained on ragqa's own lists of rounds
-    1-6 (longer than the writers')."""
+# "… rather than scores", "… instead of extracting them": what the turn does not ask for,
+# which a reader of the whole turn would find as readily as what it asks for.
+_CONTRASTED = re.compile(r"[,;]?\s+(?:rather than|instead of|as opposed to|not just|but not)\b.*$",
+                         re.IGNORECASE | re.DOTALL)
+# The reader (a cross-encoder scoring each paper's title and sentences against the turn)
+# overrides the words when one paper reads as holding the property by READER_MARGIN logits more
+# than every paper the words chose; then the papers within READER_NEAR of it are kept. Chosen
+# with `bench/reading/select_eval.py --shown` on the lists ragqa showed in blind rounds 1-9
+# (397 selections): right 316 -> 329 (rounds 1-6 212 -> 216, rounds 7-9 104 -> 113); every
+# margin from 2 to 8 gains, 2-3 most. On the writers' own lists: 351 -> 357, none lost.
+READER_MARGIN = 3.0
+READER_NEAR = 1.0
+# Of the papers the words chose alike, those the reader scores more than READER_TIE below the
+# best are dropped: chosen on rounds 1-6 of ragqa's shown lists (216 -> 219 right); rounds
+# 7-9 113 -> 118; all nine (select_eval.py --shown) 334 -> 343 right, 201 -> 224 exact;
+# writers' lists 361 -> 376 right.
+READER_TIE = 4.0
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The papers a selecting turn picks (indexes into the papers given) and whether their
+    words hold the property (`worded`) or only the reader found them closest."""
+
+    picks: list[int]
+    worded: bool = True
+
+
+def selected(question: str, papers: Sequence[tuple[str, str]], index: LexicalIndex | None = None,
+             read: Callable[[str, list[str]], np.ndarray] | None = None) -> Selection:
+    """Which of the last papers (title, abstract) a selecting turn picks: those that hold the
+    most of the property it asks for (asked_property; of alternatives, the best held), every
+    paper with the most; unless the reader (`read`, a cross-encoder's scores of sentences for
+    the turn) finds another paper clearly closer (READER_MARGIN), or no paper holds any of the
+    words: then the paper it reads closest. Preferring papers that write the property's words
+    side by side gained one right pick and lost nine exact ones; for "which one", the paper
+    that writes them most often lost 12 more picks than it gained on ragqa's own lists of rounds
+    1-6. Of papers the words chose alike, the reader drops those far below the best
+    (READER_TIE; bench/reading/select_eval.py)."""
     alternatives = asked_property(question, index)
     if not alternatives:
-        return list(range(len(texts)))
-    held = [_held_share(alternatives, paper_terms(text)) for text in texts]
+        return Selection(list(range(len(papers))))
+    held = [_held_share(alternatives, paper_terms(f"{title} {text}")) for title, text in papers]
     best = max(held, default=0.0)
-    return [i for i, share in enumerate(held) if best > 0 and share >= best - 1e-9]
+    picks = [i for i, share in enumerate(held) if best > 0 and share >= best - 1e-9]
+    if read is None or not papers:
+        return Selection(picks)
+    asked = spelled_out(_CONTRASTED.sub("", without_references(question)))
+    scores = np.array([float(np.max(read(asked, [title, *split_sentences(text)])))
+                       for title, text in papers])
+    top = int(np.argmax(scores))
+    if not picks:
+        return Selection([top], worded=False)
+    best_pick = max(scores[i] for i in picks)
+    if scores[top] >= best_pick + READER_MARGIN:
+        return Selection([i for i, s in enumerate(scores) if s >= scores[top] - READER_NEAR])
+    return Selection([i for i in picks if scores[i] >= best_pick - READER_TIE])
 
 
 def _held_share(alternatives: Property, terms: set[str]) -> float:
     """The idf-weighted share of the property's best-held alternative that a paper holds."""
     return max(sum(weight for forms, weight in words if any(f and f <= terms for f in forms))
                / max(sum(weight for _, weight in words), 1e-9) for words in alternatives)
+
+
+_PHRASE_EDGES = re.compile(r"^(?:(?:is|are|about|for|on|in|with|also|uses?|using|does|do|"
+                           r"the|a|an|any|that|which)\s+)+|\s+ones?\s*$", re.IGNORECASE)
+
+
+def property_phrase(question: str) -> str:
+    """What a selecting turn asks for, as words to show ("which one is about speech?" ->
+    "speech", "the music one?" -> "music")."""
+    text = without_references(question).strip().rstrip("?.!").strip()
+    return _PHRASE_EDGES.sub("", text).strip() or text
 
 
 def without_references(question: str) -> str:

@@ -27,6 +27,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                          "other": "{count} papers address “{topic}”:"},
         "answer.none": "None of the {total} papers in this collection addresses “{topic}”.",
         "answer.none_referred": "None of the papers it refers to addresses “{topic}”.",
+        "answer.closest_referred": "None of the papers it refers to writes “{topic}” in those "
+                                   "words; the one that reads closest:",
         "answer.abstained": "None of the retrieved papers answers this question: the model found "
                             "nothing in them that supports an answer.",
         "answer.cited_nothing": "The model's answer cited none of the retrieved papers, and no "
@@ -113,6 +115,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.count": {"other": "共有 {count} 篇论文涉及“{topic}”："},
         "answer.none": "本论文库的 {total} 篇论文中，没有一篇涉及“{topic}”。",
         "answer.none_referred": "所指的论文中，没有一篇涉及“{topic}”。",
+        "answer.closest_referred": "所指的论文中，没有一篇直接写到“{topic}”；读来最接近的是：",
         "answer.abstained": "检索到的论文都无法回答这个问题：模型在其中找不到能支持回答的内容。",
         "answer.cited_nothing": "模型的回答没有引用任何检索到的论文，这些论文中也没有句子支持它，"
                                 "因此不作为回答显示。",
