@@ -9,6 +9,7 @@ the writer's topic).
     python bench/reading/blind.py --home DIR --round N --split all --only chats --cases \
         2> CASES_N.jsonl
     python bench/reading/select_eval.py --home DIR --rounds N --shown CASES_N.jsonl
+    python bench/reading/select_eval.py --home DIR --rounds 1,2 --mismatched
 
 A turn is right, as in blind.py, when the picked papers hold one of the writer's and none of
 the topic's papers the writer left out; `exact` counts turns whose picks are exactly the
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import zlib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -68,12 +70,25 @@ def shown_turns(rounds: list[int], cases: list[Path]):
             yield chat_id, name, turn, shown[(chat_id, turn["say"])], topic
 
 
+def mismatched_turns(turns):
+    """Each select turn with another conversation's list on the same slice that shares no
+    paper with its own (one chosen by a hash of the chat id, so every run puts the same):
+    the papers it asks for are not there."""
+    for chat_id, name, turn, previous, _ in turns:
+        others = [t[3] for t in turns
+                  if t[1] == name and t[0] != chat_id and not set(t[3]) & set(previous)]
+        if others:
+            yield chat_id, name, turn, others[zlib.crc32(chat_id.encode()) % len(others)], set()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rounds", default="1,2")
     parser.add_argument("--shown", type=Path, nargs="+", help="blind.py --cases output")
+    parser.add_argument("--mismatched", action="store_true",
+                        help="put each turn to another conversation's list (answer: none)")
     parser.add_argument("--no-reader", action="store_true")
     parser.add_argument("--code", type=Path, help="measure another checkout's rule")
     parser.add_argument("--cases", action="store_true")
@@ -87,6 +102,8 @@ def main() -> int:
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     rounds = [int(r) for r in args.rounds.split(",")]
     turns = list(shown_turns(rounds, args.shown) if args.shown else select_turns(rounds))
+    if args.mismatched:
+        turns = list(mismatched_turns(turns))
     papers, indexes = {}, {}
     for name in {t[1] for t in turns}:
         for line in slice_path(args.home, args.data, name).open():
@@ -111,14 +128,16 @@ def main() -> int:
             pick = selected(turn["say"], [" ".join(papers[p]) for p in previous],
                             indexes[name])
         picked = {previous[i] for i in pick}
-        wanted = set(turn["papers"])
-        ok = bool(picked & wanted) and not picked & (topic - wanted)
+        wanted = set() if args.mismatched else set(turn["papers"])
+        ok = not picked if args.mismatched else \
+            bool(picked & wanted) and not picked & (topic - wanted)
         right += ok
         exact += picked == wanted
         if args.cases and not ok:
             print(json.dumps({"chat": chat_id, "say": turn["say"], "wanted": sorted(wanted),
                               "picked": sorted(picked)}), file=sys.stderr)
     print(json.dumps({"rounds": args.rounds, "shown": bool(args.shown),
+                      "mismatched": args.mismatched,
                       "reader": read is not None, "select_turns": len(turns), "right": right,
                       "exact": exact}, indent=1))
     return 0

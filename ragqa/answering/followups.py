@@ -359,6 +359,12 @@ READER_NEAR = 1.0
 # 7-9 113 -> 118; all nine (select_eval.py --shown) 334 -> 343 right, 201 -> 224 exact;
 # writers' lists 361 -> 376 right.
 READER_TIE = 4.0
+# When no paper holds a word of the property, the reader's closest is shown (with a notice)
+# only when it reads as holding it (logit >= READER_FLOOR, the cross-encoder's even odds);
+# below, the answer is "none of them". Chosen on rounds 1-6 with select_eval.py: the writers'
+# lists right 243 -> 242 of 263, the same turns put to another conversation's list, whose
+# answer is none (--mismatched), 0 -> 159 of 263; rounds 7-9 133 -> 129 and 0 -> 75 of 137.
+READER_FLOOR = 0.0
 
 
 @dataclass(frozen=True)
@@ -376,7 +382,8 @@ def selected(question: str, papers: Sequence[tuple[str, str]], index: LexicalInd
     most of the property it asks for (asked_property; of alternatives, the best held), every
     paper with the most; unless the reader (`read`, a cross-encoder's scores of sentences for
     the turn) finds another paper clearly closer (READER_MARGIN), or no paper holds any of the
-    words: then the paper it reads closest. Preferring papers that write the property's words
+    words: then the paper it reads closest, if it reads as holding it at all (READER_FLOOR),
+    else none. Preferring papers that write the property's words
     side by side gained one right pick and lost nine exact ones; for "which one", the paper
     that writes them most often lost 12 more picks than it gained on ragqa's own lists of rounds
     1-6. Of papers the words chose alike, the reader drops those far below the best
@@ -394,7 +401,7 @@ def selected(question: str, papers: Sequence[tuple[str, str]], index: LexicalInd
                        for title, text in papers])
     top = int(np.argmax(scores))
     if not picks:
-        return Selection([top], worded=False)
+        return Selection([top] if scores[top] >= READER_FLOOR else [], worded=False)
     best_pick = max(scores[i] for i in picks)
     if scores[top] >= best_pick + READER_MARGIN:
         return Selection([i for i, s in enumerate(scores) if s >= scores[top] - READER_NEAR])
