@@ -258,3 +258,14 @@ def test_a_property_no_paper_holds_in_any_words_is_none():
     assert selected("which one uses diffusion?", grid, None, read).picks == []
     closest = selected("which one predicts power consumption?", grid, None, read)
     assert closest.picks == [0] and not closest.worded
+
+
+def test_a_property_in_everyday_words_holds_in_the_abstracts_words():
+    """Neither spiking paper writes "pictures" or "speech"; property_words.tsv knows how
+    abstracts put them ("images", "spoken keywords"), so the words alone choose."""
+    from ragqa.answering.followups import selected
+
+    spiking = [(p["title"], p["abstract"]) for p in PAPERS if p["id"].startswith("spk-")]
+    assert selected("which one works on pictures?", spiking, None, None).picks == [1]
+    assert selected("which one is about speech?", spiking, None, None).picks == [0]
+    assert selected("which one is about chemistry?", spiking, None, None).picks == []

@@ -3,7 +3,7 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--round 1..10] [--split dev|heldout|all]
+    python bench/reading/blind.py --home DIR [--round 1..11] [--split dev|heldout|all]
         [--only chats|near_misses] [--cases]
 
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
@@ -14,8 +14,9 @@ controls hinging on ordinary words: NEAR_MISSES_BLIND3.md; chats_blind3.jsonl, 4
 conversations by another helper: CHATS_BLIND3.md) the one after; rounds 4-6 the changes of
 session 15; rounds 7 (NeurIPS 2017 and NAACL 2024), 8 (ICML 2018 and NAACL 2022) and 9
 (NeurIPS 2016 and ACL 2021), chats and near misses on slices no earlier helper had read, those
-of session 16; round 10 (IJCAI 2024 and COLING 2022) those of session 17. Every round but the
-last is development data now.
+of session 16; round 10 (IJCAI 2024 and COLING 2022) those of session 17 (and, once, the
+floor of session 19); round 11 (IJCAI 2022 and COLING 2025), written in session 19, the
+changes after it. Every round but the last is development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -144,7 +145,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=range(1, 11),
+    parser.add_argument("--round", type=int, default=1, choices=range(1, 12),
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
@@ -153,7 +154,8 @@ def main() -> int:
                              "7: chats_blind7.jsonl, near_misses_blind7.jsonl (NeurIPS 2017 "
                              "and NAACL 2024), 8: …8.jsonl (ICML 2018 and NAACL 2022), 9: "
                              "…9.jsonl (NeurIPS 2016 and ACL 2021), 10: …10.jsonl (IJCAI 2024 "
-                             "and COLING 2022), all heldout")
+                             "and COLING 2022), 11: …11.jsonl (IJCAI 2022 and COLING 2025), "
+                             "all heldout")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)
