@@ -530,7 +530,8 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
     contribution sentence. A selection (`referred.selecting`: the chat's reading of the turn,
     "Which of them …") keeps the papers that hold the most of the property it asks for, its
     words weighed by the collection's idf (`index`), or the one the cross-encoder reads as
-    clearly closer, or, when none writes its words, says so and shows the closest
+    clearly closer, or, when none writes its words, says so and shows the closest if the
+    cross-encoder reads it as holding the property, else answers that none does
     (followups.selected). The papers come in
     the order the earlier answer listed them ("it" after several means the first, as often as
     not, on the blind chat sets). Unless the follow-up selects, the papers are read even when

@@ -383,11 +383,10 @@ def selected(question: str, papers: Sequence[tuple[str, str]], index: LexicalInd
     paper with the most; unless the reader (`read`, a cross-encoder's scores of sentences for
     the turn) finds another paper clearly closer (READER_MARGIN), or no paper holds any of the
     words: then the paper it reads closest, if it reads as holding it at all (READER_FLOOR),
-    else none. Preferring papers that write the property's words
-    side by side gained one right pick and lost nine exact ones; for "which one", the paper
-    that writes them most often lost 12 more picks than it gained on ragqa's own lists of rounds
-    1-6. Of papers the words chose alike, the reader drops those far below the best
-    (READER_TIE; bench/reading/select_eval.py)."""
+    else none. Preferring papers that write the property's words side by side gained one right
+    pick and lost nine exact ones; for "which one", the paper that writes them most often lost
+    12 more picks than it gained on ragqa's own lists of rounds 1-6. Of papers the words chose
+    alike, the reader drops those far below the best (READER_TIE; bench/reading/select_eval.py)."""
     alternatives = asked_property(question, index)
     if not alternatives:
         return Selection(list(range(len(papers))))
