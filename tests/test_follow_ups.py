@@ -269,3 +269,56 @@ def test_a_property_in_everyday_words_holds_in_the_abstracts_words():
     assert selected("which one works on pictures?", spiking, None, None).picks == [1]
     assert selected("which one is about speech?", spiking, None, None).picks == [0]
     assert selected("which one is about chemistry?", spiking, None, None).picks == []
+
+
+def test_follow_ups_keep_to_the_last_papers_in_their_order(chat):
+    """"#2" is the second paper listed; "these" reads the listed papers in the order shown; a
+    question about "it" that shares no word with the paper is still answered from it, not
+    from the collection."""
+    listed, these, second, chosen, it, fragment = chat(
+        "Which papers learn robot grasping?", "what's the general idea behind these?",
+        "tell me about #2", "which one is RL-based", "what technique does it rely on?",
+        "on what kind of objects?")
+    order = _ids(listed)
+    assert _ids(these) == order[:len(_ids(these))] and len(_ids(these)) >= 2
+    assert _ids(second) == [order[1]]
+    assert _ids(chosen) == ["grasp-rl"]
+    assert _ids(it) == ["grasp-rl"]
+    assert _ids(fragment) == ["grasp-rl"]  # a fragment continues the last question
+
+
+def test_the_main_takeaway_is_of_the_paper_selected(chat):
+    """"What's the main takeaway?" names no paper: it asks about the one just selected."""
+    _, chosen, takeaway = chat("Which papers learn robot grasping?", "which one is RL-based",
+                               "what's the main takeaway?")
+    assert _ids(chosen) == ["grasp-rl"]
+    assert _ids(takeaway) == ["grasp-rl"]
+
+
+def test_a_selection_after_one_paper_picks_among_the_last_list(chat):
+    """After "the first one" (an answer about one paper), "which of those …" and "the second
+    one" mean the list before it."""
+    listed, first, chosen, second = chat(
+        "Which papers learn robot grasping?", "tell me about the first one",
+        "going back to those two, which of them uses a CNN?", "and the second one?")
+    order = _ids(listed)
+    assert _ids(first) == [order[0]]
+    assert _ids(chosen) == ["grasp-cnn"]
+    assert _ids(second) == [order[1]]
+
+
+@pytest.mark.parametrize("asked", [
+    # a head and what it does, longer than a bare topic: no sentence
+    "robot arms that learn to grasp objects from bins, cameras or trial and error",
+    "grasping objects with a robot arm — which papers look at that?",
+    "learning robot grasps, e.g. from camera images or from labelled grasp poses",
+    # typed lower case, longer than a bare topic, no verb: a search box's topic, not a claim
+    "grasping household objects with robot arms trained from trial and error",
+    "who works on robot grasping here?",
+    "anyone here working on robot grasping?",
+    "robot grasping papers? I mean learning where to grasp, from images or from trials",
+])
+def test_a_topic_described_as_users_type_it_gets_a_list(seeded, chat, asked):
+    """A search-box description is a list request, not a claim to check against one paper."""
+    found = json.loads(seeded("ask", asked, "--json").stdout)
+    assert {"grasp-rl", "grasp-cnn"} <= set(_ids(found)), asked
