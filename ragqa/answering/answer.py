@@ -532,10 +532,9 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
     words weighed by the collection's idf (`index`), or the one the cross-encoder reads as
     clearly closer, or, when none writes its words, says so and shows the closest if the
     cross-encoder reads it as holding the property, else answers that none does
-    (followups.selected). The papers come in
-    the order the earlier answer listed them ("it" after several means the first, as often as
-    not, on the blind chat sets). Unless the follow-up selects, the papers are read even when
-    none holds its words."""
+    (followups.selected). The papers come in the order the earlier answer listed them ("it"
+    after several means the first, as often as not, on the blind chat sets). Unless the
+    follow-up selects, the papers are read even when none holds its words."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
     selecting = referred.selecting
     hits = in_listed_order(hits, referred.papers)
