@@ -58,7 +58,8 @@ MORE_SLICES = {"nips2017": ("nips", 2017), "naacl2024": ("naacl", 2024),
                "icml2018": ("icml", 2018), "naacl2022": ("naacl", 2022),
                "nips2016": ("nips", 2016), "acl2021": ("acl", 2021),
                "ijcai2024": ("ijcai", 2024), "coling2022": ("coling", 2022),
-               "ijcai2022": ("ijcai", 2022), "coling2025": ("coling", 2025)}
+               "ijcai2022": ("ijcai", 2022), "coling2025": ("coling", 2025),
+               "ijcai2023": ("ijcai", 2023), "coling2020": ("coling", 2020)}
 # Thresholds tried when calibrating (probabilities) and the list-level gate's.
 THRESHOLDS = np.round(np.arange(0.05, 0.995, 0.01), 3)
 GATES = np.round(np.arange(0.0, 0.96, 0.05), 3)

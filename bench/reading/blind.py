@@ -16,7 +16,8 @@ session 15; rounds 7 (NeurIPS 2017 and NAACL 2024), 8 (ICML 2018 and NAACL 2022)
 (NeurIPS 2016 and ACL 2021), chats and near misses on slices no earlier helper had read, those
 of session 16; round 10 (IJCAI 2024 and COLING 2022) those of session 17 (and, once, the
 floor of session 19); round 11 (IJCAI 2022 and COLING 2025), written in session 19, the
-changes after it. Every round but the last is development data now.
+changes after it; round 12 (IJCAI 2023 and COLING 2020), written at the start of session 20,
+that session's. Every round but the last is development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -27,7 +28,8 @@ a turn is right when:
   one", "which of those two …" picks among the list again; a selection of one paper is no
   list to select among, so after it the list before counts: since session 16), and none of
   the topic's papers the selection leaves out;
-- position ("the second one"): its first citation is that paper of the previous answer;
+- position ("the second one"): its first citation is that paper of the previous answer (of the
+  last list shown when the previous answer has no such place: since session 20);
 - about ("what is its accuracy?"): its first citation is a paper referred to (`phrase`: also
   reported, as the share whose quotes hold it);
 - switch (a new topic, however it is worded): it cites a paper of the new topic and none of the
@@ -51,8 +53,20 @@ from facts import DEFAULT_DATA, folded, slice_path  # noqa: E402, I001  (before 
 from eval import cited_ids, cli, quotes  # noqa: E402  (bench/reading/eval.py)
 
 
+def placed(index: int, before: list[str], shown: list[str]) -> str | None:
+    """The paper at place `index` (1-based, -1 the last) of the last answer; when the last
+    answer has no such place (one paper), of the last list shown (since session 20: as the chat
+    reads "the second one" after a selection of one paper, and as select turns are judged)."""
+    for papers in (before, shown):
+        if 0 < index <= len(papers):
+            return papers[index - 1]
+        if index < 0 and -index <= len(papers):
+            return papers[index]
+    return None
+
+
 def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
-               topic: set[str]) -> bool:
+               topic: set[str], shown: list[str] = ()) -> bool:
     papers = set(expected["papers"])
     if kind == "list":
         return bool(papers & set(cited))
@@ -63,10 +77,7 @@ def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
         return bool(papers & set(cited)) and set(cited) <= set(before) and \
             not set(cited) & (topic - papers)
     if kind == "position":
-        index = expected["index"]
-        wanted = before[index - 1] if index > 0 and index <= len(before) else \
-            before[index] if index < 0 and -index <= len(before) else None
-        return bool(cited) and wanted is not None and cited[0] == wanted
+        return bool(cited) and cited[0] == placed(expected["index"], before, shown)
     if kind == "about":
         return bool(cited) and cited[0] in papers
     if kind == "switch":
@@ -95,7 +106,7 @@ def measure_chats(run, chats: list[dict], show: bool) -> dict:
         for expected, answer in zip(chat["turns"], turns, strict=False):
             kind, cited = expected["kind"], cited_ids(answer)
             ok = turn_right(kind, expected, cited, shown if kind == "select" else before,
-                            topic)
+                            topic, shown)
             right.setdefault(kind, []).append(float(ok))
             if kind == "about" and expected.get("phrase"):
                 phrases.append(float(folded(expected["phrase"]) in folded(quotes(answer))))
@@ -145,7 +156,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=range(1, 12),
+    parser.add_argument("--round", type=int, default=1, choices=range(1, 13),
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
@@ -155,7 +166,7 @@ def main() -> int:
                              "and NAACL 2024), 8: …8.jsonl (ICML 2018 and NAACL 2022), 9: "
                              "…9.jsonl (NeurIPS 2016 and ACL 2021), 10: …10.jsonl (IJCAI 2024 "
                              "and COLING 2022), 11: …11.jsonl (IJCAI 2022 and COLING 2025), "
-                             "all heldout")
+                             "12: …12.jsonl (IJCAI 2023 and COLING 2020), all heldout")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)

@@ -26,8 +26,7 @@ sys.path.insert(0, str(HERE))
 
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
-ROUNDS = {1: "chats_blind.jsonl", 2: "chats_blind2.jsonl", 3: "chats_blind3.jsonl",
-          4: "chats_blind4.jsonl"}
+ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 13)}}
 
 
 def labelled_turns(home: Path, data: Path, split: str, rounds: list[int]):

@@ -185,7 +185,7 @@ def _absent(index: LexicalIndex, name: str) -> bool:
         return False
     if len(terms) == 1:
         if all(index.document_frequency(t) == 0
-               for t in index.query_terms(terms[0], extend=True) or terms):
+               for t in index.forms(terms[0])):
             return True
         return _stems_to_another_word(index, name, terms[0])
     rows = [row for row, _ in index.search(" ".join(terms), NAME_CANDIDATES)] \
@@ -253,7 +253,9 @@ _NOT_TOPIC_WORDS = frozenset(lexical.terms(
     "from against between through via within without across toward towards onto upon among "
     "amongst under over after before during versus vs than can could would should may might "
     "we our us you your i my its has have had been being were do does did so very also just "
-    "all some each both other others more most many much help helps helping based model models"))
+    "all some each both other others more most many much help helps helping based model models "
+    # a chat's filler ("song lyrics stuff", "… papers pls"): since session 20, blind round 10
+    "stuff things pls plz please thanks thx etc"))
 
 
 def _term_groups(index: LexicalIndex, text: str) -> list[list[str]]:

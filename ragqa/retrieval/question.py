@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 # "What's (out) there on …", "What do you have about …": a request for papers.
-_WHATS_THERE = (r"what(?:'s| is| do you have| have you got)(?: out)? (?:there )?"
+_WHATS_THERE = (r"what(?:'s| is| do you have| have you got)(?: out)? (?:there |in here |here )?"
                 r"(?:on|about|for|regarding)")
 # A leading request frame, matched again and again until none is left ("Please, can you list
 # all the papers that study ..."). Each alternative ends where the topic begins.
@@ -187,7 +187,7 @@ _LIST_QUESTION = re.compile(
     r"|^\W*(?!(?:how|what|whats|what's|why|when|where|who|does|do|did|is|are|was|were|can|could|"
     r"should|would|will|has|have|which|and|so|in|of|for|on|the|this|that|these|those|their|"
     r"its)\b)[^?.!]{2,60}?\s(?:papers|work)"
-    r"\s*\?"
+    r"\s*(?:\?|$)"
     r"|^\W*(?:and\s+)?are there\s+(?:any\s+)?(?:[\w-]+\s+){0,3}?[\w-]+s\s+(?:that|which|"
     r"for|on|about|using|with)\b"
     # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
@@ -251,7 +251,8 @@ _TRAILING_REQUEST = re.compile(
     r"any papers|papers|what's there|(?:which|what|any) (?:papers|work|research|studies)"
     r"(?: (?:look at|looks at|study|studies|explore|explores|address|addresses|cover|covers|"
     r"examine|examines|on|about|tackle|tackles|do|does|try|tries|trying)(?: to explain)?"
-    r"(?: (?:that|this|it|them|those))?)?)\s*[?.!]?\s*$", re.IGNORECASE)
+    r"(?: (?:that|this|it|them|those))?| (?:do|have) you (?:have|got)| are there)?"
+    r"|anything (?:on|about) (?:that|this|it|these|those|them))\s*[?.!]?\s*$", re.IGNORECASE)
 # "… here?", "… in this collection": where, not what.
 _HERE = re.compile(r"\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|set)|at this "
                    r"conference)\s*[?.!]*\s*$", re.IGNORECASE)
@@ -259,7 +260,7 @@ _HERE = re.compile(r"\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|
 # examples ("regularizers that make weights orthogonal", "decentralized training: learning
 # without a central server", "ML for molecular simulation, like molecular dynamics").
 _TOPIC_HEAD_END = re.compile(
-    r"\s*:\s+|\s+[—–]\s+|\s+--\s+|,?\s+(?:like|such as|e\.\s?g\.|i\.\s?e\.|including)\s+|"
+    r"\s*:\s+|\s+[—–-]\s+|\s+--\s+|,?\s+(?:like|such as|e\.\s?g\.|i\.\s?e\.|including)\s+|"
     r"\s+(?:that|which|who|where|whose|while|when|for which|in which)\s+", re.IGNORECASE)
 _WH_WORD = re.compile(r"\b(?:how|what|which|why|who|whom|when|where)\b", re.IGNORECASE)
 # A question word or an auxiliary first: a question, not a described topic.
@@ -324,10 +325,15 @@ def _described_topic(question: str) -> bool:
             (text.endswith("?") and _WH_WORD.search(text)):
         return False
     head = _TOPIC_HEAD_END.split(text.rstrip("?!"), maxsplit=1)[0]
-    return head != text.rstrip("?!") and len(_content_words(head)) > 0 \
+    names_something = len(_content_words(head)) > 0 or _KIND_OF_WORK.match(head) is not None
+    return head != text.rstrip("?!") and names_something \
         and len(head.split()) <= MAX_TOPIC_WORDS and not _CLAIM_LIKE.search(head)
 
 
+# A head that names only a kind of work ("models that predict future video frames").
+_KIND_OF_WORK = re.compile(r"^\W*(?:models|methods|approaches|algorithms|systems|techniques|"
+                           r"frameworks|architectures|networks|tools|datasets|benchmarks)\W*$",
+                           re.IGNORECASE)
 # A longer topic typed into a search box, lower case and without a verb: at most this many
 # words ("tracking lung cancer treatment response from longitudinal patient data").
 MAX_TYPED_TOPIC_WORDS = 16
@@ -338,13 +344,19 @@ _POINTS_FIRST = re.compile(r"^\W*(?:and\s+|so\s+)?(?:the\s+(?:one|ones|first|sec
                            re.IGNORECASE)
 
 
+_ACRONYM_FIRST = re.compile(r"^[A-Z]{2,5}s?$")
+
+
 def _typed_topic(question: str) -> bool:
     """A topic typed the way a search box gets it, longer than a bare topic: lower case from
     its first letter, no verb a claim or a question has, no sentence. On the blind chat rounds
     1-7 it reads 9 more of 382 topic turns as list requests and no follow-up; SciFact's
     claims, written as sentences with capitals, 1 more of 1,109 (one that starts "p75 NTR")."""
     text = question.strip()
-    return bool(text) and text[0].islower() and not text.endswith(".") \
+    first = text.split()[0] if text else ""
+    # lower case, or an acronym first ("ML for predicting stock returns?")
+    return bool(text) and (text[0].islower() or _ACRONYM_FIRST.match(first) is not None) \
+        and not text.endswith(".") \
         and len(text.split()) <= MAX_TYPED_TOPIC_WORDS and not _POINTS_FIRST.match(text) \
         and not _CLAIM_LIKE.search(text.rstrip("?")) and len(_content_words(text)) > 0
 

@@ -1,0 +1,117 @@
+"""What a paper gives away besides its method (released code, a new dataset) and how many of a
+thing it covers ("lots of languages", "several cores"). A chat's "which ones
+have code available?", "does either release annotated data?", "which ones put out new
+datasets?" ask for it, and the words alone cannot answer: nearly every abstract of a list writes
+"dataset" (the benchmarks it evaluates on) or "code" (code generation, codes), while the paper
+that releases its code writes a URL or "our code is publicly available", and the one that makes
+a dataset writes "we construct two large-scale conversation datasets" or "a new corpus".
+
+On the select turns of blind chat rounds 1-11 that ask for either (28, on the writers' lists;
+bench/reading/select_eval.py), these rules pick right for 26 against 25 for the words, and
+for the two of round 11 that failed on the lists ragqa showed.
+"""
+
+from __future__ import annotations
+
+import re
+
+CODE = "code"
+DATASET = "dataset"
+
+# A turn asking for released code: "code", "implementation", "github", "open source"; not code as
+# a subject ("code-switching", "code search", "source code summarization", "hash codes for").
+_ASKS_CODE = re.compile(r"\b(?:code|codes|implementation|github|open[- ]?source[sd]?)\b", re.I)
+_CODE_AS_SUBJECT = re.compile(
+    r"\bcode[- ](?:switch|mix|search|complet|generat|summar|clone|review|smell)|"
+    r"\bsource code\s+(?:summar|generat)|\b(?:hash|binary|error[- ]correcting)\s+codes?\b|"
+    r"\bcodes?\s+(?:for|of)\b", re.I)
+# A turn asking for a new dataset: a verb of making (or "new") a few words before a word for data
+# ("put out new datasets", "release annotated data", "introduce their own dataset").
+_ASKS_DATASET = re.compile(
+    r"\b(?:new|novel|release[sd]?|releasing|introduc\w*|build\w*|buil[td]|creat\w*|collect\w*|"
+    r"construct\w*|put(?:s|ting)? out|shar\w*|curat\w*|annotated|present\w*|propos\w*|"
+    r"contribut\w*|mak\w*|made|publish\w*|gather\w*|compil\w*|provid\w*|comes? with|offer\w*)"
+    r"\s+(?:[\w-]+\s+){0,3}?(?:data ?sets?|corpus|corpora|benchmarks?|treebanks?|data|"
+    r"resources?)\b", re.I)
+
+# A paper releasing its code: a URL, or "the code is (publicly) available", "we release our
+# implementation", "open-sourced".
+_URL = re.compile(r"https?://|\bgithub\b|\bgitlab\b|\bbitbucket\b|\bwww\.|\.(?:io|com|org|net)/",
+                  re.I)
+_CODE_AVAILABLE = re.compile(
+    r"\b(?:code|codes|implementation|source|software|toolkit|library|package|models?|system|tool|"
+    r"framework|resources?|scripts?)\b[^.;]{0,80}?\b(?:is|are|will be|has been|have been|be|"
+    r"been)\s+(?:[\w-]+\s+){0,3}?(?:available|released|public|accessible|open[- ]sourced?)"
+    r"|\b(?:we|our)\s+(?:\w+\s+){0,2}(?:release|open[- ]source|make (?:\w+ ){0,3}(?:publicly |"
+    r"freely )?available)\w*[^.;]{0,60}?\b(?:code|implementation|source|software|toolkit|"
+    r"library|package)|\bopen[- ]source[sd]?\b|\bpublicly available (?:code|implementation|"
+    r"software|toolkit|library)", re.I)
+_DATA_WORD = r"(?:data ?sets?|corpus|corpora|benchmarks?|treebanks?|test ?suites?|lexicons?)"
+# A paper making a dataset: "we construct two large-scale conversation datasets", "a new corpus",
+# "our dataset", "release them as a public benchmark"; not "on benchmark datasets" or
+# "large-scale benchmark" (what it evaluates on).
+_MAKES_DATA = re.compile(
+    r"\b(?:we|our|this paper|this work|the authors)\b[^.;]{0,40}?\b(?:introduc|present|propos|"
+    r"releas|construct|build|built|creat|collect|curat|develop|annotat|compil|contribut|publish|"
+    r"gather|crowdsourc|assembl|design|provide|make|made)\w*\b[^.;]{0,50}?\b" + _DATA_WORD +
+    r"\b|\b(?:new|novel|first|newly (?:\w+ed|built)|our|publicly available|freely available)\s+"
+    r"(?:[\w-]+\s+){0,4}?" + _DATA_WORD + r"\b(?! (?:such as|like))"
+    r"|\b(?:releas|publish|shar)\w*\s+(?:[\w-]+\s+){0,3}?as\s+(?:an?\s+)?(?:[\w-]+\s+){0,2}?"
+    + _DATA_WORD + r"\b", re.I)
+# …or a title naming one: "SCCD: A Session-based Dataset for …", "A Corpus of …".
+_DATA_TITLE = re.compile(r"(?:^|:\s*)(?:an?|the)\s+(?:[\w-]+\s+){0,5}?(?:data ?set|corpus|"
+                         r"treebank|test ?suite)\b|\b(?:data ?set|corpus|treebank)\s+(?:for|of)\b",
+                         re.I)
+
+
+def asked_contribution(question: str) -> str | None:
+    """CODE or DATASET when a selecting turn asks which papers release code or make a dataset,
+    else None."""
+    if _ASKS_CODE.search(question) and not _CODE_AS_SUBJECT.search(question):
+        return CODE
+    if _ASKS_DATASET.search(question):
+        return DATASET
+    return None
+
+
+def gives(contribution: str, title: str, abstract: str) -> bool:
+    """Whether the paper (title, abstract) says it releases its code (CODE) or makes a dataset
+    (DATASET)."""
+    if contribution == CODE:
+        return bool(_URL.search(abstract) or _CODE_AVAILABLE.search(abstract))
+    return bool(_MAKES_DATA.search(abstract) or _DATA_TITLE.search(title))
+
+
+# "lots of languages", "several sign languages at once", "multiple cores": how many of a thing a
+# paper covers, not the thing (every paper of a list on sign language translation writes "sign
+# language"). Not "how many …", which asks for the number.
+_ASKS_MANY = re.compile(
+    r"(?<!how )\b(?:lots of|a lot of|many|several|multiple|various|numerous|dozens of|"
+    r"hundreds of|a (?:wide |broad )?range of|a bunch of|a variety of)\s+((?:[\w-]+\s+){0,2}?"
+    r"[\w-]+s)\b", re.I)
+_NUMBER = (r"(?:\d[\d,.]*\+?|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+           r"fifteen|twenty|thirty|forty|fifty|hundreds?|thousands?|dozens?)")
+_MANY_WORDS = r"(?:many|several|multiple|various|numerous|a myriad of|a range of|a variety of)"
+
+
+def asked_many(question: str) -> str | None:
+    """The thing a selecting turn asks for many of ("which one covers lots of creoles at
+    once?" -> "creoles"), or None."""
+    match = _ASKS_MANY.search(question)
+    return match.group(1).split()[-1] if match else None
+
+
+def covers_many(thing: str, title: str, abstract: str) -> int:
+    """How plainly a paper covers many of `thing` (a plural noun): 2 for a count of them ("41
+    Creole languages", "27 languages"), 1 for "many", "several", "multiple" of them or a
+    "multi-" word of them ("multilingual" for languages), else 0."""
+    text = f"{title}. {abstract}"
+    singular = thing.lower().rstrip("s")
+    stem = re.escape(singular[:max(4, len(singular) - 2)])  # "creole" -> "creo", "cores" -> "core"
+    between = r"\s+(?:[\w-]+\s+){0,2}?"
+    if re.search(r"\b" + _NUMBER + between + stem + r"\w*", text, re.I):
+        return 2
+    if re.search(r"\b" + _MANY_WORDS + between + stem + r"\w*", text, re.I):
+        return 1
+    multi = "lingual" if singular == "language" else stem
+    return int(bool(re.search(r"\bmulti-?" + multi, text, re.I)))
