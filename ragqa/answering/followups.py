@@ -130,7 +130,8 @@ _FRAME_WORDS = re.compile(
 # lists ragqa shows; so it is a rule before the model, unless the turn still says "of them".
 ANNOUNCES = re.compile(
     r"\b(?:different|another|new|separate|unrelated)\s+(?:thing|question|topic|subject|area|"
-    r"direction|query)\b|\bother\s+(?:topic|subject)s?\b|\bswitch(?:ing)?\s+(?:topics?|gears|subjects?)\b|"
+    r"direction|query)\b|\bother\s+(?:topic|subject)s?\b|"
+    r"\bswitch(?:ing)?\s+(?:topics?|gears|subjects?)\b|"
     r"\bchang(?:e|ing)\s+(?:the\s+)?(?:topic|subject|gears)\b|\bsomething\s+(?:else|different)\b|"
     r"\bunrelated\b|\bmoving on\b|\bon another note\b", re.IGNORECASE)
 _STILL_THEIRS = re.compile(
