@@ -53,7 +53,8 @@ PAPERS = [
     {"id": "tab-code", "title": "Contrastive codes for anomalies in tabular data",
      "abstract": "We detect anomalies in tabular data by contrasting the learned codes of masked "
      "columns, as SimCSE does for sentences. On the ODDS benchmark datasets it improves AUROC "
-     "by 3 points over isolation forests. Our code is available at https://github.com/example/tabcodes."},
+     "by 3 points over isolation forests. Our code is available at "
+     "https://github.com/example/tabcodes."},
     {"id": "tab-corpus", "title": "How well do deep detectors find anomalies in tables?",
      "abstract": "We construct a new collection of 60 real tabular datasets with labelled "
      "anomalies from finance and healthcare and release it as a public benchmark for anomaly "
