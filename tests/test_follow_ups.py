@@ -387,3 +387,16 @@ def test_many_of_a_thing_is_the_papers_that_count_them(chat):
 def test_a_named_method_or_filler_the_papers_hold_is_no_near_miss(seeded, chat, asked):
     found = json.loads(seeded("ask", asked, "--json").stdout)
     assert "tab-code" in _ids(found), asked
+
+
+@pytest.mark.parametrize(("turn", "asks"), [
+    ("do any of them share code?", "code"), ("is their code available?", "code"),
+    ("does either have code out?", "code"), ("which one works on source code?", None),
+    ("which one generates code", None), ("the code-switching one?", None),
+    ("which ones put out new datasets", "dataset"), ("the one that uses more data?", None),
+])
+def test_a_turn_asks_for_code_or_a_dataset_only_as_what_a_paper_gives(turn, asks):
+    """Code and data as what a paper releases, not as its subject or its input."""
+    from ragqa.answering.contributions import asked_contribution
+
+    assert asked_contribution(turn) == asks

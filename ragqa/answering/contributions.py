@@ -19,12 +19,15 @@ CODE = "code"
 DATASET = "dataset"
 
 # A turn asking for released code: "code", "implementation", "github", "open source"; not code as
-# a subject ("code-switching", "code search", "source code summarization", "hash codes for").
+# a subject ("code-switching", "code search", "source code summarization", "hash codes for",
+# "generates code", "works on source code").
 _ASKS_CODE = re.compile(r"\b(?:code|codes|implementation|github|open[- ]?source[sd]?)\b", re.I)
 _CODE_AS_SUBJECT = re.compile(
     r"\bcode[- ](?:switch|mix|search|complet|generat|summar|clone|review|smell)|"
     r"\bsource code\s+(?:summar|generat)|\b(?:hash|binary|error[- ]correcting)\s+codes?\b|"
-    r"\bcodes?\s+(?:for|of)\b", re.I)
+    r"\bcodes?\s+(?:for|of)\b|\b(?:generat|writ|complet|synthes|summar|translat|understand|"
+    r"repair|search|model|analy[sz])\w*\s+(?:\w+\s+){0,2}?code\b|\b(?:works?|working|focus\w*)\s+"
+    r"(?:on|with)\s+(?:source\s+)?code\b", re.I)
 # A turn asking for a new dataset: a verb of making (or "new") a few words before a word for data
 # ("put out new datasets", "release annotated data", "introduce their own dataset").
 _ASKS_DATASET = re.compile(
