@@ -1,8 +1,10 @@
 """Follow-ups and near misses in a user's own phrasing, offline (issue 31): a "which one"
 selection by a property that papers elsewhere in the collection share, an ordinal, a switch of
-topic worded like a follow-up, and a named tool no paper uses next to words many papers use.
-The papers below are written for these tests and join the bundled seeds (29 ICML 2026
-abstracts: audio, speech, spiking networks, molecules) in one collection."""
+topic worded like a follow-up, and a named tool no paper uses next to words many papers use;
+since session 20, a new topic announced after a list, released code and new datasets, many of a
+thing, and list requests worded as users type them. The papers below are written for these
+tests and join the bundled seeds (29 ICML 2026 abstracts: audio, speech, spiking networks,
+molecules) in one collection."""
 
 from __future__ import annotations
 
