@@ -399,6 +399,6 @@ def test_a_named_method_or_filler_the_papers_hold_is_no_near_miss(seeded, chat, 
 ])
 def test_a_turn_asks_for_code_or_a_dataset_only_as_what_a_paper_gives(turn, asks):
     """Code and data as what a paper releases, not as its subject or its input."""
-    from ragqa.answering.contributions import asked_contribution
+    from ragqa.answering.artifacts import asked_artifact
 
-    assert asked_contribution(turn) == asks
+    assert asked_artifact(turn) == asks

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragqa.answering.contributions import asked_contribution, asked_many, covers_many, gives
+from ragqa.answering.artifacts import asked_artifact, asked_many, covers_many, releases
 from ragqa.answering.facts import abbreviations
 from ragqa.index import lexical
 from ragqa.resources import DATA_DIR
@@ -418,11 +418,11 @@ def selected(question: str, papers: Sequence[tuple[str, str]], index: LexicalInd
     12 more picks than it gained on ragqa's own lists of rounds 1-6. Of papers the words chose
     alike, the reader drops those far below the best (READER_TIE; bench/reading/select_eval.py).
     A turn asking for released code or a new dataset picks the papers that say they give it
-    (contributions.py)."""
-    contribution = asked_contribution(question)
-    if contribution:  # released code, a new dataset: what the words cannot tell (contributions)
+    (artifacts.py)."""
+    artifact = asked_artifact(question)
+    if artifact:  # released code, a new dataset: what the words cannot tell (artifacts.py)
         return Selection([i for i, (title, text) in enumerate(papers)
-                          if gives(contribution, title, text)])
+                          if releases(artifact, title, text)])
     many = asked_many(question)
     if many:  # "lots of languages": the papers that count them, else those that say many
         counts = [covers_many(many, title, text) for title, text in papers]

@@ -1,5 +1,6 @@
-"""What a paper gives away besides its method (released code, a new dataset) and how many of a
-thing it covers ("lots of languages", "several cores"). A chat's "which ones
+"""The artifacts a paper releases besides its method (its code, a new dataset; not its
+"contribution", the proposal answer.py quotes) and how many of a thing it covers ("lots of
+languages", "several cores"): selections the words cannot make. A chat's "which ones
 have code available?", "does either release annotated data?", "which ones put out new
 datasets?" ask for it, and the words alone cannot answer: nearly every abstract of a list writes
 "dataset" (the benchmarks it evaluates on) or "code" (code generation, codes), while the paper
@@ -67,7 +68,7 @@ _DATA_TITLE = re.compile(r"(?:^|:\s*)(?:an?|the)\s+(?:[\w-]+\s+){0,5}?(?:data ?s
                          re.I)
 
 
-def asked_contribution(question: str) -> str | None:
+def asked_artifact(question: str) -> str | None:
     """CODE or DATASET when a selecting turn asks which papers release code or make a dataset,
     else None."""
     if _ASKS_CODE.search(question) and not _CODE_AS_SUBJECT.search(question):
@@ -77,10 +78,10 @@ def asked_contribution(question: str) -> str | None:
     return None
 
 
-def gives(contribution: str, title: str, abstract: str) -> bool:
+def releases(artifact: str, title: str, abstract: str) -> bool:
     """Whether the paper (title, abstract) says it releases its code (CODE) or makes a dataset
     (DATASET)."""
-    if contribution == CODE:
+    if artifact == CODE:
         return bool(_URL.search(abstract) or _CODE_AVAILABLE.search(abstract))
     return bool(_MAKES_DATA.search(abstract) or _DATA_TITLE.search(title))
 
