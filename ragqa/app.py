@@ -17,6 +17,7 @@ import copy
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -75,6 +76,7 @@ from ragqa.requests import (
     TrendsRequest,
 )
 from ragqa.resources import seed_files
+from ragqa.retrieval.fitted import in_whole_list
 from ragqa.retrieval.retriever import Retriever
 from ragqa.retrieval.types import Filters, SearchResult
 from ragqa.screening.screen import Progress
@@ -280,7 +282,7 @@ def _hit_json(rank: int, hit: Any) -> dict:
         "score": round(hit.score, 6), "similarity": round(hit.similarity, 4),
         "bm25": round(hit.bm25, 4), "z": round(hit.z, 3), "coverage": round(hit.coverage, 3),
         "best_sentence": hit.best_sentence, "venue": paper.venue, "year": paper.year,
-        "authors": paper.authors, "url": paper.url,
+        "authors": paper.authors, "url": paper.url, "tier": hit.tier,
     }
 
 
@@ -318,7 +320,7 @@ def ask(retriever: Retriever, request: AskRequest, llm: LLM | None,
     return answer_question(retriever, request.question, llm=llm,
                            on_token=on_token if llm else None, k=request.k,
                            filters=filters_of(request), screen=request.screen,
-                           on_screen=on_screen)
+                           on_screen=on_screen, unfold=request.unfold)
 
 
 def summarize(retriever: Retriever, request: SummarizeRequest, llm: LLM | None,
@@ -383,8 +385,8 @@ def paper_map(retriever: Retriever, request: MapRequest,
         retriever.lexical.fingerprint if retriever.lexical else "") else maps.as_json(
         maps.collection_map(retriever, on_progress), retriever.store.name)
     if request.highlight:
-        hits = search(retriever, SearchRequest(question=request.highlight),
-                      sentences=False).hits
+        hits = [h for h in search(retriever, SearchRequest(question=request.highlight),
+                                  sentences=False).hits if in_whole_list(h)]
         result = {**result, "highlight": {"question": request.highlight,
                                           "paper_ids": [h.paper.paper_id for h in hits]}}
     return result
@@ -514,7 +516,11 @@ class App:
         self._encoder = encoder  # shared with the App this one was opened from
         self._others: dict[str, App] = {}
         self._lock = threading.Lock()
-        self._session_locks: dict[str, threading.Lock] = {}
+        # A lock per session that a turn runs on: held only while some turn holds or waits
+        # for it (weakly), so the table is as large as the turns running, not as every session
+        # ever seen (a dict grew by one lock per session for the server's life).
+        self._session_locks: weakref.WeakValueDictionary[str, threading.Lock] = \
+            weakref.WeakValueDictionary()
         self._llms: dict[str, Any] = {}
         self._retriever: Retriever | None = None
         self._snapshot: str | None = None
@@ -712,6 +718,8 @@ class App:
         return collections_json(self.settings)
 
     def _session_lock(self, session_id: str) -> threading.Lock:
+        """The lock of `session_id`'s turns: the caller's reference keeps it in the table (a
+        `with` holds it to its end), and it leaves the table with the last turn that held it."""
         with self._lock:
             return self._session_locks.setdefault(session_id, threading.Lock())
 

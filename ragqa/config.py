@@ -55,6 +55,44 @@ class Secret:
         return "***" if len(v) < 12 else f"{v[:3]}…{v[-4:]}"
 
 
+@dataclass(frozen=True)
+class ClientEndpoint:
+    """An OpenAI-compatible endpoint URL taken apart for the openai client.
+
+    The client appends its route to `base_url` as text: a query left in it ended up before the
+    route (`/v1?api-version=x/chat/completions`), so the query travels apart (`query`, the
+    client's `default_query`). Credentials in the URL (`http://user:pw@host/v1`) made httpx
+    send HTTP Basic auth in place of the client's `Bearer <key>`: the API key was dropped. So
+    the key, when there is one, is what authenticates; the URL's user and password are sent as
+    Basic auth only when no key is set (what every HTTP client does with such a URL). HTTP has
+    one Authorization header: both at once is impossible."""
+
+    base_url: str  # scheme, host, port and path: no credentials, query or fragment
+    query: dict[str, str]
+    headers: dict[str, str]  # Authorization: Basic, from the URL, when no key is set
+
+    @property
+    def root(self) -> str:
+        """The server's root: `base_url` without its trailing /v1 (llama.cpp's /props)."""
+        return self.base_url.removesuffix("/v1")
+
+
+def client_endpoint(url: str, api_key: str = "") -> ClientEndpoint:
+    """`url` (OPENAI_BASE_URL, RAGQA_EMBED_BASE_URL) as the client must use it: see
+    ClientEndpoint. Nothing returned here may be shown: use `public_endpoint` for that."""
+    import base64
+    from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    headers = {}
+    if not api_key and (parts.username or parts.password):
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    return ClientEndpoint(base.rstrip("/"), query, headers)
+
+
 EMBED_PROVIDERS = ("local", "openai")
 LLM_CHOICES = ("auto", "openai", "none")
 
@@ -97,6 +135,14 @@ class Settings:
     collection: str = setting(
         "RAGQA_COLLECTION", "default", section=_DATA,
         description="The collection commands use when --collection is not given.")
+    chat_max_sessions: int = setting(
+        "RAGQA_CHAT_MAX_SESSIONS", 1000, ge=1, section=_DATA,
+        description="Chat sessions kept under chats/ (ragqa chat, ragqa serve): when one more "
+        "starts, the least recently continued ones beyond this are removed.")
+    chat_session_days: int = setting(
+        "RAGQA_CHAT_SESSION_DAYS", 0, ge=0, section=_DATA,
+        description="Days a chat session is kept after its last turn (removed when a new one "
+        "starts); 0: as long as RAGQA_CHAT_MAX_SESSIONS allows.")
     embed_provider: str = setting(
         "RAGQA_EMBED_PROVIDER", "local", choices=EMBED_PROVIDERS, section=_EMBED,
         description="local (all-MiniLM-L6-v2 int8 ONNX, offline) or openai (any "

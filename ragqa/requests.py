@@ -119,6 +119,8 @@ class AskRequest(_Filtered):
     k: int | None = option(None, "At most this many papers as sources.", ge=1, le=MAX_K)
     screen: str | None = option(None, _SCREEN, max_length=5, pattern=SCREEN_PATTERN,
                                    expected="auto, off or a number of candidates")
+    unfold: bool = option(False, "A list question: also list the less certain papers "
+                          "(folded below the answer by default), cited.")
 
     def __post_init__(self) -> None:
         _check_bounds(self)
@@ -171,6 +173,22 @@ class PapersRequest:
 
 
 @dataclass(frozen=True)
+class PapersPage(PapersRequest):
+    """`papers` as a server answers it (HTTP's GET /api/papers, MCP's list_papers): one page of
+    at most MAX_PAGE papers, never the whole collection in one answer (a collection of 40,000
+    papers is ~100 MB of JSON, held in memory while it is sent). The CLI's PapersRequest lists
+    every paper by default: it writes to the operator's own terminal or file."""
+
+    limit: int = option(50, f"At most this many papers (a page, at most {MAX_PAGE}).", ge=1,
+                        le=MAX_PAGE)
+
+    def __post_init__(self) -> None:
+        if self.limit is None:  # a JSON null: "all" is the CLI's, not a server's
+            raise InvalidField(f"limit must be a number of papers, at most {MAX_PAGE}")
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
 class ShowRequest:
     # No length bound: an id is what its source says (tests/test_faults.py has one of 5,000+).
     paper_id: str = option("", "A paper id (or a unique start of one).")
@@ -219,6 +237,12 @@ class IngestRequest:
             raise UserError("name files or folders to ingest, or use --seeds for the bundled "
                             "ICML 2026 abstracts")
 
+
+# The operations that cost seconds of CPU or an LLM's time. A server runs at most
+# --max-concurrent of them at once, whichever face asks (HTTP's routes, /v1, the MCP tools:
+# faces/http.py and faces/mcp.py read this one set). Searches, pages and trends take
+# milliseconds and are never held (docs/benchmarks.md, "Load shedding").
+EXPENSIVE = frozenset({"ask", "chat", "summarize", "map"})
 
 OPERATIONS = {
     "search": SearchRequest, "ask": AskRequest, "chat": ChatRequest,

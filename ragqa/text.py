@@ -1,6 +1,8 @@
 """Untrusted text (abstracts, titles, LLM answers, error messages) made inert for a terminal:
-an abstract must not be able to move the cursor or rewrite the user's screen. Kept apart from
-render.py so that what needs only this (error lines, JSON output) does not import rich."""
+an abstract must not be able to move the cursor or rewrite the user's screen; for Markdown that
+a viewer renders (no link, image or HTML can come of it); for a spreadsheet (no formula). Kept
+apart from render.py so that what needs only this (error lines, JSON output) does not import
+rich."""
 
 from __future__ import annotations
 
@@ -62,20 +64,76 @@ def public_endpoint(url: str) -> str:
                       ).rstrip("/")
 
 
-# A Markdown link or image whose target is not a web page: `[x](javascript:...)`, `](data:...)`.
-_NON_WEB_LINK = re.compile(r"\]\((?!\s*<?https?://)", re.IGNORECASE)
-# A link reference definition, `[x]: javascript:...`, at the start of a line.
-_LINK_DEFINITION = re.compile(r"^(\s{0,3}\[[^\]\n]+\]):", re.MULTILINE)
+# Markdown made of untrusted text (a model's answer, a title, a question) is text by
+# construction: every character that can open a link, a link definition, an image, an autolink,
+# raw HTML, an entity, a code span or a footnote is escaped, whatever the text's layout, so no
+# renderer can make any of them. Backslash escapes where CommonMark and Python-Markdown both
+# honour them; entities for the rest (Python-Markdown shows the backslash of `\<` or `\|`, and
+# marko reads an escaped backtick in a link's text as a code span's).
+# `](` gets its parenthesis escaped too, so that no text search finds a link's opening in it.
+_MD_ESCAPES = {c: "\\" + c for c in "\\*_{}[]"} | {
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "^": "&#94;", "~": "&#126;",
+    "`": "&#96;", "](": "\\]\\("}
+# A citation (`[1]`, `[2, 5]`) stays as it is, for people and tools that read the file: it could
+# only be a link through a definition of its label, and none can come of escaped text. One that
+# would be a definition itself (`[1]:`) or a link's text (`[1](`, `[1][`) is escaped.
+_MD_SPECIAL = re.compile(r"(?P<citation>\[[0-9]+(?:, ?[0-9]+)*\](?![:(\[]))"
+                         r"|\]\(|[\\`*_{}\[\]&<>|^~]")
+# What opens a block at a line's start (a heading, a list, a setext underline, a definition):
+# harmless, but the model's text must not restructure the document that ragqa writes around it.
+_MD_LINE_START = re.compile(r"^(?:(?P<mark>[-+#])|(?P<entity>[=:])|(?P<number>\d+)(?P<dot>[.)]))")
+# The `#`s that end a heading's line are no part of its text: every one of them escaped.
+_MD_LINE_END = re.compile(r"#+$")
+_LINE_BREAK = re.compile(r"\r\n?|\n")  # as CommonMark ends lines
 _WEB_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 
 
+def _inert_line(line: str) -> str:
+    """One line of text as Markdown that renders as exactly that text (its spaces folded: a
+    leading indent would make a code block, which shows escapes as they are)."""
+    text = _MD_SPECIAL.sub(lambda m: m["citation"] or _MD_ESCAPES[m.group()],
+                           " ".join(line.split()))
+    text = _MD_LINE_END.sub(lambda m: "\\#" * len(m.group()), text)
+    return _MD_LINE_START.sub(_escaped_line_start, text, count=1)
+
+
+def _escaped_line_start(match: re.Match) -> str:
+    if match["mark"]:
+        return "\\" + match["mark"]
+    if match["entity"]:
+        return f"&#{ord(match['entity'])};"
+    return match["number"] + "\\" + match["dot"]
+
+
 def inert_markdown(text: str) -> str:
-    """Untrusted text (a title, an abstract's sentence, a question, an LLM's answer) made safe to
-    put in Markdown that a viewer may render as HTML: no tag (`<` is written `&lt;`, which shows
-    as "<"), no link or image to anything but an http(s) page (the `](` that would open one is
-    escaped). Everything else, ragqa's own Markdown included, stays as it is."""
-    text = _NON_WEB_LINK.sub(r"]\\(", text.replace("<", "&lt;"))
-    return _LINK_DEFINITION.sub(r"\1\\:", text)
+    """Untrusted text as Markdown that every renderer shows as that text and nothing else: no
+    link, image, HTML, entity or heading can come of it (`<` is written `&lt;`, `[x]` `\\[x\\]`;
+    a citation, `[1]`, stays). Each line becomes a paragraph of its own, so that a model's
+    list keeps its lines without being a Markdown list."""
+    lines = (_inert_line(safe(line)) for line in _LINE_BREAK.split(text or ""))
+    return "\n\n".join(line for line in lines if line)
+
+
+def inert_markdown_line(text: str) -> str:
+    """`inert_markdown` on one line (a heading, a list item, a link's text): line breaks become
+    spaces."""
+    return _inert_line(safe(_LINE_BREAK.sub(" ", text or "")))
+
+
+# A cell that a spreadsheet runs as a formula: `=`, `+`, `-`, `@`, a tab or a carriage return
+# first (OWASP's list), after any `'`s (so that reading back can tell ragqa's `'` from the text's).
+_FORMULA_START = re.compile(r"^'*[=+\-@\t\r]")
+
+
+def spreadsheet_cell(value: str) -> str:
+    """A CSV cell that no spreadsheet runs: `'` before a would-be formula, as OWASP recommends
+    (the spreadsheet shows the text, without the `'`). `spreadsheet_text` undoes it exactly."""
+    return "'" + value if _FORMULA_START.match(value) else value
+
+
+def spreadsheet_text(cell: str) -> str:
+    """The text of a cell `spreadsheet_cell` wrote (any other cell as it is)."""
+    return cell[1:] if cell.startswith("'") and _FORMULA_START.match(cell) else cell
 
 
 def web_url(url: str) -> str:

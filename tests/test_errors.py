@@ -17,7 +17,7 @@ from ragqa.requests import SearchRequest, SummarizeRequest
 USER = {"UserError": 400, "NotFound": 404, "TooLarge": 413, "InvalidField": 422,
         "ConfigError": 400, "CorpusError": 400, "IndexMismatchError": 400}
 SERVICE = {"ServiceError", "StoreError", "SnapshotError", "LockTimeout", "EmbeddingError",
-           "RerankError", "GlossaryError", "LLMError"}
+           "RerankError", "GlossaryError", "LLMError", "DiskFullError"}
 
 
 def _make(cls: type) -> BaseException:

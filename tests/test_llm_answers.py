@@ -108,7 +108,7 @@ def test_papers_the_model_left_out_are_appended_with_their_best_sentence(seeded,
     assert answer["mode"] == "llm"
     head, also = answer["answer"].split(f"\n\n{ALSO_RELEVANT}\n")
     assert head == "Moshi-RAG does full-duplex speech with retrieval for spoken dialogue [1]."
-    kept = {p["title"] for p in offline["papers"]}
+    kept = {p["title"] for p in offline["papers"] if p["tier"] == "core"}  # the tail is folded
     assert {c["title"] for c in answer["citations"]} == kept
     for citation in answer["citations"][1:]:
         assert f"- **{citation['title']}**: {citation['quote']} [{citation['n']}]" in also

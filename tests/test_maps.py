@@ -109,9 +109,13 @@ def test_a_paper_added_later_is_placed_among_its_neighbours(seeded, tmp_path):
 
 
 def _list_ids(ragqa: Ragqa, question: str) -> list[str]:
+    """The one-tier list (its core, and its tail from WHOLE_LIST_FLOOR): what a map marks."""
+    from ragqa.retrieval.fitted import WHOLE_LIST_FLOOR
+
     result = ragqa("search", question, "--json")
     assert result.exit_code == 0, result.output
-    return [r["paper_id"] for r in json.loads(result.stdout)["results"]]
+    return [r["paper_id"] for r in json.loads(result.stdout)["results"]
+            if r["tier"] == "core" or r["score"] >= WHOLE_LIST_FLOOR]
 
 
 def test_highlight_marks_the_papers_the_list_question_returns(seeded):

@@ -46,6 +46,13 @@ async def _session(client, home) -> dict:
         "summary_all": ("summarize", {"all": True, "max_papers": 10}),
         "page": ("list_papers", {"offset": 3, "limit": 2}),
         "bad_k": ("search_papers", {"query": "speech", "k": 0}),
+        # A page is at most 500 papers, as over HTTP; "all" (null) is the CLI's alone.
+        "big_page": ("list_papers", {"limit": 501}),
+        "null_page": ("list_papers", {"limit": None}),
+        "full_page": ("list_papers", {"limit": 500}),
+        # Deeper screening than the operator's RAGQA_SCREEN_MAX (200) allows.
+        "deep_screen": ("ask", {"question": FULL_DUPLEX, "screen": "201"}),
+        "deep_summary": ("summarize", {"topic": "speech", "screen": "201"}),
         "collections": ("list_collections", {}),
         "missing": ("get_paper", {"paper_id": "nosuchpaper"}),
         "empty": ("ask", {"question": "   "}),
@@ -97,6 +104,15 @@ def _check(result: dict, home) -> None:
     # The SDK checks the declared bounds itself, before the tool runs (its own wording).
     assert result["bad_k"].is_error and "greater than or equal to 1" in \
         result["bad_k"].content[0].text
+    assert tools["list_papers"].input_schema["properties"]["limit"]["maximum"] == 500
+    # Checked by the SDK against the declared bound, as k is (its own wording).
+    assert result["big_page"].is_error and "less than or equal to 500" in \
+        result["big_page"].content[0].text
+    assert result["null_page"].is_error
+    assert structured["full_page"]["limit"] == 500 and \
+        len(structured["full_page"]["papers"]) == 29
+    for deep in ("deep_screen", "deep_summary"):
+        assert result[deep].is_error and "200 (RAGQA_SCREEN_MAX)" in result[deep].content[0].text
     # The map without its points; each highlighted paper with its theme.
     from ragqa.app import map_digest
 
@@ -109,7 +125,7 @@ def _check(result: dict, home) -> None:
                                                    structured["map"]["themes"]} for p in marked)
     # The seeds are all of 2026: no trend, said in one line.
     assert result["trends"].is_error and "3 or more years" in result["trends"].content[0].text
-    for bad in ("missing", "empty", "trends"):
+    for bad in ("missing", "empty", "trends", "deep_screen"):
         assert result[bad].is_error
         message = result[bad].content[0].text
         assert len(message.splitlines()) == 1 and "Traceback" not in message

@@ -21,7 +21,8 @@ def test_full_duplex_question_lists_moshi_rag_and_tau_voice_first(seeded):
     assert {r["title"] for r in results[:2]} == {"Moshi-RAG", "τ-Voice"}
     for r in results[:2]:
         assert "full-duplex" in r["best_sentence"].lower()
-    assert all(r["title"] not in {"CEITNet", "A²SG", "TableAgent-Bench"} for r in results)
+    core = [r for r in results if r["tier"] == "core"]  # the tail is folded, less certain
+    assert all(r["title"] not in {"CEITNet", "A²SG", "TableAgent-Bench"} for r in core)
 
 
 def test_first_query_on_empty_index_ingests_the_seeds_with_a_notice(ragqa):

@@ -147,3 +147,20 @@ def test_out_of_range_fields_are_422_not_500(served):
         reply = httpx.post(f"{served.url}/api/search", json=body, timeout=60)
         assert reply.status_code == 422, (body, reply.text)
         assert set(reply.json()) == {"error"} and "Traceback" not in reply.text
+
+
+@pytest.mark.server
+def test_a_screen_depth_over_the_operators_limit_is_refused(served):
+    """RAGQA_SCREEN_MAX (200 here) bounds what a client may have the operator's LLM read for
+    one question: more is a 400 naming the limit, on every route that screens."""
+    for path, body in (("/api/ask", {"question": FULL_DUPLEX, "screen": "201"}),
+                       ("/api/chat", {"message": FULL_DUPLEX, "screen": "201"}),
+                       ("/api/summarize", {"topic": "speech", "screen": "99999"})):
+        reply = httpx.post(f"{served.url}{path}", json=body, timeout=60)
+        assert reply.status_code == 400, (path, reply.text)
+        assert set(reply.json()) == {"error"}
+        assert "200 (RAGQA_SCREEN_MAX)" in reply.json()["error"], reply.text
+    within = httpx.post(f"{served.url}/api/ask", json={"question": FULL_DUPLEX,
+                                                       "screen": "200"}, timeout=60)
+    assert within.status_code == 200, within.text
+

@@ -351,3 +351,25 @@ def test_a_collection_this_ragqa_cannot_read_is_one_line(ragqa, tmp_path, chroma
     assert result.exit_code == 2
     assert said in _one_error_line(result.stderr)
     assert b.current() == kept  # the snapshot as it was, still usable
+
+
+def test_no_name_reaches_another_collections_siblings(ragqa, tmp_path, chroma):
+    """Issue 49: `-c default__multi` (a typo, or another team) once opened default's
+    multilingual vectors, and `--rebuild` destroyed them. Every "__" name is refused."""
+    a, b = (Machine(ragqa, tmp_path, name, chroma) for name in ("a", "b"))
+    assert a.json("ingest", "--seeds", "--quiet")["added"] == 29
+    client = _chroma_client(chroma)
+    siblings = sorted(c.name for c in client.list_collections() if "__" in c.name)
+    assert "ragqa_default__multi" in siblings
+    held = {name: client.get_collection(name).count() for name in siblings}
+    for args in (("ingest", "--seeds", "--rebuild"), ("ask", FULL_DUPLEX), ("papers",),
+                 ("search", "speech"), ("ingest", "--seeds")):
+        for name in ("default__multi", "default__journal", "default__writers",
+                     "default__rebuild", "mine__x"):
+            result = b(*args, "-c", name)
+            assert result.exit_code == 2, (args, name, result.output)
+            assert "'__' is reserved" in _one_error_line(result.stderr)
+    assert {name: client.get_collection(name).count() for name in siblings} == held
+    # the multilingual vectors still answer a Chinese question
+    answer = b.json("ask", "全双工语音的论文有哪些？")
+    assert {"Moshi-RAG", "τ-Voice", "Hibiki-Zero"} & {p["title"] for p in answer["papers"]}

@@ -284,6 +284,22 @@ def test_a_question_streams_an_answer_whose_citations_open_the_quoted_sentence(s
         assert browser.switch_to.active_element == button
 
 
+def test_a_lists_less_certain_papers_are_folded_under_the_answer(server, browser):
+    expected = _post(server.url + "/api/ask", {"question": FULL_DUPLEX, "llm": "none"})
+    tail = [p["title"] for p in expected["papers"] if p["tier"] == "tail"]
+    assert tail, "the seeds' full-duplex list has a less certain tail"
+    _open(browser, server)
+    turn = _ask(browser, FULL_DUPLEX)
+    fold = turn.find_element("css selector", "details.tail")
+    assert fold.get_attribute("open") is None  # folded
+    assert fold.find_element("css selector", "summary").text == \
+        f"{len(tail)} more, less certain"
+    fold.find_element("css selector", "summary").click()
+    shown = [b.text for b in fold.find_elements("css selector", "li button.link")]
+    assert shown == tail
+    assert [t for t in _titles_of(turn) if t in tail] == []  # the references are the core
+
+
 def test_the_first_highlight_is_exactly_the_quoted_sentence(server, browser):
     expected = _post(server.url + "/api/ask", {"question": FULL_DUPLEX, "llm": "none"})
     first = expected["citations"][0]
@@ -644,7 +660,7 @@ def _titles_of(turn) -> list[str]:
     return [b.text for b in turn.find_elements("css selector", ".refs li button.link")]
 
 
-def test_marks_re_rank_the_list_and_extend_it_offline(server, browser):
+def test_marks_re_rank_the_list_and_offer_candidates_to_review(server, browser):
     _open(browser, server)
     first = _ask(browser, FULL_DUPLEX)
     listed = _titles_of(first)
@@ -655,6 +671,8 @@ def test_marks_re_rank_the_list_and_extend_it_offline(server, browser):
     fits = first.find_element("css selector", 'button.mark-more[data-n="2"]')
     fits.click()
     assert fits.get_attribute("aria-pressed") == "true" and update.is_enabled()
+    # below the folded tail, the button may sit under the question box: scrolled to, as a user
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", update)
     update.click()
     _wait(browser, lambda d: len(_css(d, "#thread .turn")) == 2)
     second = _css(browser, "#thread .turn")[-1]
@@ -662,7 +680,8 @@ def test_marks_re_rank_the_list_and_extend_it_offline(server, browser):
     assert second.find_element("css selector", ".question").text == "/more 2 /not 1"
     titles = _titles_of(second)
     assert titles[0] == listed[1] and listed[0] not in titles  # kept first, removed gone
-    assert len(titles) > len(listed)  # extended with the next candidates
+    # the next candidates are offered to review, numbered after the list, never part of it
+    assert len(titles) > len(listed) and "To review" in second.text
     assert "Re-ranked with your marks (1 relevant, 1 not)" in second.text
     # only the latest list can be marked: the numbers of a mark name the last list
     assert first.find_elements("css selector", "button.mark") == []

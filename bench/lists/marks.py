@@ -1,8 +1,10 @@
 """The user as the judge, simulated (issue 26, 7c): after `ragqa chat`'s offline list, a user
 reads the first 10 papers they have not judged yet and marks each (`/more` the relevant and
-partly relevant ones, `/not` the others); the list is re-ranked and extended
-(screening/feedback.py), and they read the next 10. Recall and precision (eval.py's) of the
-list shown after each round, against the offline list, on the dev sets' list questions.
+partly relevant ones, `/not` the others); the list is re-ranked and re-cut, new candidates
+offered apart "to review" (screening/feedback.py), and they read the next 10 (the list's
+unread papers first, then those to review). Recall and precision (eval.py's) of the list
+shown after each round (never of what is offered for review), against the offline list, on
+the dev sets' and the blind set's list questions.
 Nothing is fitted here: EXTEND (10) is what one round of this user reads.
 
     python bench/lists/marks.py --home DIR [--rounds 2] [--json]
@@ -24,17 +26,26 @@ import eval as lists  # noqa: E402
 READ_PER_ROUND = 10
 
 
+def listed(answer) -> list[str]:  # noqa: ANN001
+    """The answer's list: its cited papers less those offered "to review" (never part of it
+    until marked: issue 45)."""
+    review = {h.paper.paper_id for h in answer.hits if h.tier == "review"}
+    return [c.paper_id for c in answer.citations if c.paper_id not in review]
+
+
 def rounds_of(retriever, q: lists.Question, rounds: int) -> list[list[str]]:  # noqa: ANN001
-    """The list after the question and after each round of marks, through the chat turn."""
+    """The list after the question and after each round of marks, through the chat turn. The
+    user reads the unread papers of the list first, then those offered for review."""
     from ragqa.answering.chat import ask_in_session, new_session
 
     session = new_session(retriever.store.name)
     answer, _ = ask_in_session(session, q.text, retriever, None)
-    shown = [[c.paper_id for c in answer.citations]]
+    shown = [listed(answer)]
     judged: set[str] = set()
     for _ in range(rounds):
         numbers = {c.paper_id: c.n for c in answer.citations}
-        unread = [pid for pid in shown[-1] if pid not in judged][:READ_PER_ROUND]
+        offered = [c.paper_id for c in answer.citations]  # the list, then "to review"
+        unread = [pid for pid in offered if pid not in judged][:READ_PER_ROUND]
         if not unread:
             shown.append(shown[-1])
             continue
@@ -44,7 +55,7 @@ def rounds_of(retriever, q: lists.Question, rounds: int) -> list[list[str]]:  # 
         marks = " ".join([*(["/more", *map(str, more)] if more else []),
                           *(["/not", *map(str, rejected)] if rejected else [])])
         answer, _ = ask_in_session(session, marks, retriever, None)
-        shown.append([c.paper_id for c in answer.citations])
+        shown.append(listed(answer))
     return shown
 
 
@@ -60,7 +71,7 @@ def main() -> int:
         return 0
     os.environ.setdefault("RAGQA_ENV_FILE", "/nonexistent")
     report = {}
-    for name in lists.SLICES:
+    for name in [*lists.SLICES, *lists.BLIND_SLICES]:
         retriever = lists.retriever_for(args.home, name,
                                         lists.sources_of(args.home, args.data, name))
         per_round: list[list[dict]] = [[] for _ in range(args.rounds + 1)]

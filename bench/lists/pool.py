@@ -41,8 +41,8 @@ def retriever_for(home: Path, collection: str, corpus: Path):
 
 
 def pool(retriever, question: str, keywords: list[str], depth: int,
-         papers: list[dict]) -> list[str]:
-    from ragqa.retrieval.fitted import CUT_FOR_LISTS, LIST_MODEL
+         papers: list[dict], keyword_pool: bool = True) -> list[str]:
+    from ragqa.retrieval.fitted import CUT_FOR_CLAIMS, LIST_MODEL
     from ragqa.retrieval.question import topic_of
 
     lex = retriever.lexical
@@ -56,11 +56,11 @@ def pool(retriever, question: str, keywords: list[str], depth: int,
     # ragqa's hybrid ranking as it was (score fusion), and the sub-query ranking of the list
     # decision (its top 30), so that neither is judged on a pool the other built.
     hybrid = [h.paper.paper_id for h in retriever.search(
-        question, k=depth, cut=False, sentences=False, rule=CUT_FOR_LISTS).hits]
+        question, k=depth, cut=False, sentences=False, rule=CUT_FOR_CLAIMS).hits]
     listing = [h.paper.paper_id for h in retriever.search(
         question, k=min(depth, 30), cut=False, sentences=False, rule=LIST_MODEL).hits]
     found = dict.fromkeys(bm25 + dense + hybrid + listing)
-    if keywords and depth == DEPTH:
+    if keywords and keyword_pool:
         scored = []
         for p in papers:
             text = f"{p['title']} {p['text']}".lower()
@@ -79,6 +79,9 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--questions", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--depth", type=int, default=DEPTH,
+                        help="per retriever (30 for the blind set of issue 45: 3-12 papers a "
+                        "question)")
     args = parser.parse_args()
     papers = [json.loads(line) for line in args.corpus.open(encoding="utf-8")]
     by_id = {p["_id"]: p for p in papers}
@@ -86,8 +89,9 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     sizes = {}
     for q in map(json.loads, args.questions.open(encoding="utf-8")):
-        depth = ABSENT_DEPTH if q["kind"] == "absent" else DEPTH
-        ids = pool(retriever, q["question"], q.get("keywords", []), depth, papers)
+        depth = ABSENT_DEPTH if q["kind"] == "absent" else args.depth
+        ids = pool(retriever, q["question"], q.get("keywords", []), depth, papers,
+                   keyword_pool=q["kind"] != "absent")
         # Judges see the pool in a fixed order unrelated to rank.
         ids.sort(key=lambda pid: hashlib.sha256(f"{q['id']}{pid}".encode()).hexdigest())
         lines = [f"# {q['id']}: {q['question']}\n", f"{len(ids)} papers to judge.\n"]

@@ -436,7 +436,9 @@ class Answer:
                 "closest": message("label.closest_short", self.language),
                 "unsupported": message("label.weak", self.language,
                                        count=len(self.unsupported)),
-                "figures": message("label.figures", self.language)}
+                "figures": message("label.figures", self.language),
+                "folded": message("label.folded", self.language,
+                                  count=sum(h.tier == "tail" for h in self.hits))}
 
     def as_json(self) -> dict:
         """The `ask --json` schema (README)."""
@@ -449,7 +451,7 @@ class Answer:
             "model": self.model, "total_papers": self.total_papers,
             "papers": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
                         "source": h.paper.source, "score": round(h.score, 6),
-                        "sentence": h.best_sentence}
+                        "sentence": h.best_sentence, "tier": h.tier}
                        for h in self.hits],
             "closest": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
                          "source": h.paper.source} for h in self.closest],
@@ -464,7 +466,7 @@ def no_paper_answer(topic: str, total: int, language: str = "English") -> str:
 
 
 def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int,
-                      language: str = "English") -> CheckedText:
+                      language: str = "English", tail: Sequence[Hit] = ()) -> CheckedText:
     """Sentences taken verbatim from the abstracts, each cited. `question` decides the form
     (a list of papers, or the sentences that hold a fact); `query` is what was searched; the
     frames around the quotes are in `language` (the message catalogue).
@@ -488,7 +490,21 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         return CheckedText("\n\n".join(lines), citations, 0)
     citations: list[Citation] = []
     lines = quote_lines(quoted, line, citations)
+    if tail:  # a list unfolded: its less certain papers below the answer, cited too
+        lines += ["", message("answer.unfolded", language, count=len(tail)), ""]
+        lines += quote_lines([(h, h.best_sentence) for h in tail], line, citations)
     return CheckedText(header + joiner.join(lines), citations, 0)
+
+
+def split_tiers(hits: Sequence[Hit]) -> tuple[list[Hit], list[Hit]]:
+    """A list's core (the answer) and its tail (folded): RelevanceModel.keep's tiers."""
+    return [h for h in hits if h.tier != "tail"], [h for h in hits if h.tier == "tail"]
+
+
+def folded_line(tail: Sequence[Hit], query: str, language: str) -> str:
+    """What a folded tail says below the answer: how many more, on what."""
+    return message("answer.folded", language, count=len(tail),
+                   topic=shown_topic(topic_of(query), language)) if tail else ""
 
 
 def quote_lines(quoted: Sequence[tuple[Hit, str]], line: str, citations: list[Citation],
@@ -645,12 +661,13 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
                     on_token: Callable[[str], None] | None = None, k: int | None = None,
                     filters: Filters | None = None, query: str | None = None,
                     screen: str | None = None, on_screen: Progress | None = None,
-                    referred: Resolution | None = None) -> Answer:
+                    referred: Resolution | None = None, unfold: bool = False) -> Answer:
     """Retrieve for `query` (default: the question, translated if need be) and answer
     `question` from what was found. With an LLM, a list question's candidates are screened
     by it (`screen`: --screen, default RAGQA_SCREEN; progress to `on_screen`) and the list is
     what it accepts. `referred`: a chat turn's earlier papers (followups.resolve), the only
-    ones searched; offline, the turn is answered from them as a follow-up."""
+    ones searched; offline, the turn is answered from them as a follow-up. A list's less
+    certain papers (its tail) are folded below the answer, or listed under it (`unfold`)."""
     if referred is not None and referred.papers:
         filters = Filters(paper_ids=frozenset(referred.papers))
     started = time.monotonic()
@@ -694,34 +711,52 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         result = search(k=2 * screener.limit, cut=False)
         screened = screener.screen(question, result.hits, on_screen)
         result.hits = screened.hits[:k] if k else screened.hits
+        if screened.screening.mode == "offline":  # the judge failed: the offline list stands
+            notice = message("notice.screening_failed", language,
+                             reason=screened.screening.failure)
     else:
-        result = (search(k=k or (MAX_SOURCES if llm else None), cut=not follow_up) if foreign
-                  else retriever.search(query, k=k or (MAX_SOURCES if llm else None),
-                                        filters=filters, cut=not follow_up,
+        # A list is searched whole, so that its folded tail is counted whole; the model reads
+        # at most MAX_SOURCES of its core (below).
+        listing = is_list_question(question) or is_list_question(query)
+        limit = k or (MAX_SOURCES if llm and not listing else None)
+        result = (search(k=limit, cut=not follow_up) if foreign
+                  else retriever.search(query, k=limit, filters=filters, cut=not follow_up,
                                         word_rules=not translated))
     if result.multilingual.startswith("english"):  # no multilingual vectors: say how to add them
         what = "translation" if translated else "question"
-        notice = message("notice.no_multilingual", language,
-                         language=language_name(language, language),
-                         collection=retriever.store.name,
-                         what=message(f"notice.what.{what}", language))
+        notice = " ".join(filter(None, [notice, message(
+            "notice.no_multilingual", language, language=language_name(language, language),
+            collection=retriever.store.name, what=message(f"notice.what.{what}", language))]))
     timings = {"retrieval_ms": _ms(searched)}
-    hits, total = result.hits, result.total_papers
+    hits, tail = split_tiers(result.hits)
+    if llm and not k and screened is None:
+        hits = hits[:MAX_SOURCES]
+    total = result.total_papers
     written = None
     if follow_up:
         checked = follow_up_answer(question, query, hits, referred, language, retriever.lexical)
     elif llm is None:
         # Nothing passed the cut: say so, in the question's language; the closest papers are
         # shown apart below, uncited (never listed as papers that address it).
-        checked = extractive_answer(question, query, hits, total, language)
+        checked = extractive_answer(question, query, hits, total, language,
+                                    tail if unfold else ())
     elif not hits:
         checked = CheckedText(no_paper_answer(topic_of(query), total, language), [], 0)
     else:
         written = write_answer(retriever, question, query, hits, total, llm, on_token, language,
-                               judged=screened is not None)
+                               judged=screened is not None and screened.screening.mode != "offline")
         checked = written.checked
         notice = " ".join(filter(None, [notice, *written.notices]))
         timings.update(written.timings)
+    if not tail or not checked.citations:  # no fold under "none of them answers"
+        pass
+    elif not unfold:
+        checked.text = f"{checked.text}\n\n{folded_line(tail, query, language)}"
+    elif llm is not None:  # unfolded below the model's answer, quoted and cited
+        lines = quote_lines([(h, h.best_sentence) for h in tail],
+                            "- **{title}**: {sentence} [{n}]", checked.citations)
+        checked.text = "\n".join([checked.text, "", message("answer.unfolded", language,
+                                                            count=len(tail)), "", *lines])
     if screened is not None:
         timings["screening_ms"] = round(screened.screening.seconds * 1000)
     timings["total_ms"] = _ms(started)
@@ -730,7 +765,8 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         if not checked.citations else []
     fallback = written.fallback if written else ""
     return Answer(question, "llm" if llm and not fallback else "extractive", checked.text,
-                  checked.citations, checked.unsupported, checked.dropped, hits, total, query,
+                  checked.citations, checked.unsupported, checked.dropped, [*hits, *tail], total,
+                  query,
                   language, notice, llm.description if llm else "", closest, checked.repaired,
                   fallback, timings, screened.screening if screened else None)
 

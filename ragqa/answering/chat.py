@@ -8,6 +8,7 @@ transcript) and never points at a paper retrieved for another question.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -37,7 +38,7 @@ from ragqa.retrieval.question import topic_of
 from ragqa.screening.feedback import refine
 from ragqa.screening.screen import Progress
 from ragqa.sources.export import reference_link
-from ragqa.text import inert_markdown
+from ragqa.text import inert_markdown, inert_markdown_line
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
@@ -133,31 +134,81 @@ def save_session(settings: Settings, session: Session) -> Path:
     folder = sessions_dir(settings)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{session.session_id}.json"
+    started = not path.exists()
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(asdict(session), ensure_ascii=False, indent=1), encoding="utf-8")
     os.replace(tmp, path)  # a crash mid-write never leaves half a session
+    if started:  # the store is bounded when a session starts: not at every turn
+        prune_sessions(settings, keep=path.name)
     return path
 
 
-def load_session(settings: Settings, session_id: str | None, exact: bool = False) -> Session:
-    """A saved session by id (or, unless `exact`, a unique prefix of it: the CLI's convenience);
-    the most recent one when id is None."""
-    folder = sessions_dir(settings)
-    paths = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() \
-        else []
-    if session_id:
-        paths = [p for p in paths if (p.stem == session_id if exact
-                                      else p.stem.startswith(session_id))]
-    if not paths or (session_id and len(paths) > 1):
-        what = f"session {session_id!r}" if session_id else "a saved session"
-        raise ValueError(f"no {what} to resume (ragqa chat --list shows them)" if not paths
-                         else f"{session_id!r} matches several sessions")
+def prune_sessions(settings: Settings, keep: str = "") -> int:
+    """Remove the saved sessions beyond RAGQA_CHAT_MAX_SESSIONS, least recently continued (saved)
+    first, and those not continued for RAGQA_CHAT_SESSION_DAYS; never the file named `keep`.
+    Unbounded, every session ever started stayed (a server's clients start many). Returns how
+    many were removed."""
+    dated: list[tuple[float, str]] = []
     try:
-        raw = json.loads(paths[-1].read_text(encoding="utf-8"))
+        with os.scandir(sessions_dir(settings)) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json") and entry.name != keep:
+                    with contextlib.suppress(FileNotFoundError):  # another process removed it
+                        dated.append((entry.stat().st_mtime, entry.path))
+    except FileNotFoundError:
+        return 0
+    dated.sort(reverse=True)  # the most recently continued first
+    room = settings.chat_max_sessions - (1 if keep else 0)
+    days = settings.chat_session_days
+    oldest = time.time() - days * 86400 if days else None
+    removed = 0
+    for rank, (touched, path) in enumerate(dated):
+        if rank >= room or (oldest is not None and touched < oldest):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed += 1
+    return removed
+
+
+# A session id as ragqa writes one (new_session): the name of its file in chats/, never a path.
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
+
+
+def load_session(settings: Settings, session_id: str | None, exact: bool = False) -> Session:
+    """A saved session by id: its file, opened by name, the folder not listed (every turn over
+    HTTP finds its session so: listing 50,000 sessions took 0.8 s a turn). Unless `exact`, also
+    a unique start of an id, and the most recent session when id is None (the CLI's `--resume`,
+    once a chat): those list the folder."""
+    folder = sessions_dir(settings)
+    path = folder / f"{session_id}.json" if session_id and _SESSION_ID.fullmatch(session_id) \
+        else None
+    if path is None or not path.is_file():
+        path = None if exact else _find_session(folder, session_id)
+    if path is None:
+        what = f"session {session_id!r}" if session_id else "a saved session"
+        raise ValueError(f"no {what} to resume (ragqa chat --list shows them)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
         turns = [Turn(**t) for t in raw.pop("turns")]
         return Session(**raw, turns=turns)
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise ValueError(f"session file {paths[-1]} is damaged ({type(exc).__name__})") from None
+        raise ValueError(f"session file {path} is damaged ({type(exc).__name__})") from None
+
+
+def _find_session(folder: Path, prefix: str | None) -> Path | None:
+    """The one session whose id starts with `prefix`, or the most recently saved one."""
+    if not folder.is_dir():
+        return None
+    if prefix:
+        found = [p for p in folder.glob("*.json") if p.stem.startswith(prefix)]
+        if len(found) > 1:
+            raise ValueError(f"{prefix!r} matches several sessions")
+        return found[0] if found else None
+    dated = []
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(FileNotFoundError):  # removed meanwhile
+            dated.append((path.stat().st_mtime, path))
+    return max(dated)[1] if dated else None
 
 
 def list_sessions(settings: Settings) -> list[dict]:
@@ -343,17 +394,42 @@ def refine_with_marks(session: Session, marks: Marks, retriever: Retriever) -> A
     language = detect_language(question)
     search = retriever.search if language == "English" else retriever.search_foreign
     ranked = search(question, k=MARK_CANDIDATES, cut=False).hits
-    unjudged = len([pid for pid in listed.values() if pid not in more and pid not in rejected])
-    confirmed, rest = refine(ranked, retriever.paper_vectors([h.index for h in ranked]),
-                             more, rejected, unjudged)
+    # The list the marks re-cut: the last answer's papers less the candidates it offered for
+    # review (those join it only when marked relevant).
+    offered = {p["paper_id"] for p in last.answer.get("papers", []) if p.get("tier") == "review"}
+    confirmed, kept, review = refine(ranked, retriever.paper_vectors([h.index for h in ranked]),
+                                     more, rejected, set(listed.values()) - offered)
+    for hit in review:
+        hit.tier = "review"
     citations: list[Citation] = []
-    lines = quote_lines([(h, h.best_sentence) for h in [*confirmed, *rest]],
-                        "- **{title}**: {sentence} [{n}]", citations)
+    line = "- **{title}**: {sentence} [{n}]"
+    lines = quote_lines([(h, h.best_sentence) for h in [*confirmed, *kept]], line, citations)
+    if review:  # numbered on from the list, so that they can be marked; never part of it
+        lines += ["", message("marks.review", language, count=len(review)), ""]
+        lines += quote_lines([(h, h.best_sentence) for h in review], line, citations)
     header = message("marks.header", language, more=len(more), rejected=len(rejected),
-                     topic=shown_topic(topic_of(question), language), unjudged=len(rest))
+                     topic=shown_topic(topic_of(question), language), unjudged=len(kept))
     return Answer(question, "extractive", header + "\n\n" + "\n".join(lines), citations, [],
-                  0, [*confirmed, *rest], retriever.total_papers, question, language,
+                  0, [*confirmed, *kept, *review], retriever.total_papers, question, language,
                   marks={"question": question, "more": sorted(more), "not": sorted(rejected)})
+
+
+def unfold_last(session: Session, retriever: Retriever) -> Answer:
+    """The last list with its less certain papers (its folded tail) listed and cited below the
+    answer: chat's `/more` alone. Extractive: the tail is ragqa's own, no model reads it."""
+    last = session.turns[-1] if session.turns else None
+    if last is None or not any(p.get("tier") == "tail" for p in last.answer.get("papers", [])):
+        raise UserError("/more alone lists what the last list folded; it folded nothing "
+                        "(/more 2 5 marks papers of it relevant)")
+    return answer_question(retriever, last.standalone, llm=None,
+                           query=last.answer.get("retrieval_query") or None, unfold=True)
+
+
+def _record(session: Session, question: str, answer: Answer) -> tuple[Answer, Turn]:
+    record = {**answer.as_json(), "question": question}
+    turn = Turn(question, answer.question, record, [c.paper_id for c in answer.citations])
+    session.turns.append(turn)
+    return answer, turn
 
 
 # ---------------------------------------------------------------- a turn
@@ -361,13 +437,11 @@ def refine_with_marks(session: Session, marks: Marks, retriever: Retriever) -> A
 def ask_in_session(session: Session, question: str, retriever: Retriever, llm: LLM | None,
                    on_token: Callable[[str], None] | None = None, screen: str | None = None,
                    on_screen: Progress | None = None) -> tuple[Answer, Turn]:
+    if question.strip().lower() == "/more":  # the last list again, its folded tail listed
+        return _record(session, question, unfold_last(session, retriever))
     marks = parse_marks(question)
     if marks is not None:
-        answer = refine_with_marks(session, marks, retriever)
-        record = {**answer.as_json(), "question": question}
-        turn = Turn(question, answer.question, record, [c.paper_id for c in answer.citations])
-        session.turns.append(turn)
-        return answer, turn
+        return _record(session, question, refine_with_marks(session, marks, retriever))
     settings = retriever.store.settings
     condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens,
                          retriever.lexical)
@@ -383,24 +457,30 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: L
 
 def transcript_markdown(session: Session, urls: dict[str, str] | None = None) -> str:
     """The session as Markdown: each turn's question, answer and its own references, each
-    title linked to `urls[paper_id]` when the paper has a web page; every text made inert."""
+    title linked to `urls[paper_id]` when the paper has a web page. Every text the user, a
+    model or a paper wrote is inert (text only: no link, image or HTML can come of it)."""
     urls = urls or {}
     parts = [f"# ragqa chat {session.session_id}", "",
-             f"Collection: {session.collection}", ""]
+             f"Collection: {inert_markdown_line(session.collection)}", ""]
     for number, turn in enumerate(session.turns, start=1):
-        language = turn.answer.get("language", "English")
-        parts += [f"## {number}. {inert_markdown(turn.question)}", ""]
-        if turn.standalone != turn.question:
-            standalone = message("chat.standalone", language, question=turn.standalone)
-            parts += [f"*{inert_markdown(standalone)}*", ""]
-        parts += [inert_markdown(turn.answer["answer"]), ""]
-        if turn.answer["citations"]:
-            parts += [message("chat.references", language), ""]
-            parts += [f"- [{c['n']}] {reference_link(c['title'], urls.get(c['paper_id'], ''))} "
-                      f"({inert_markdown(c['source'])}, id {inert_markdown(c['paper_id'])})"
-                      for c in turn.answer["citations"]]
-            parts.append("")
+        parts += _turn_markdown(number, turn, urls)
     return "\n".join(parts)
+
+
+def _turn_markdown(number: int, turn: Turn, urls: dict[str, str]) -> list[str]:
+    language = turn.answer.get("language", "English")
+    parts = [f"## {number}. {inert_markdown_line(turn.question)}", ""]
+    if turn.standalone != turn.question:
+        standalone = message("chat.standalone", language, question=turn.standalone)
+        parts += [f"*{inert_markdown_line(standalone)}*", ""]
+    parts += [inert_markdown(turn.answer["answer"]), ""]
+    if turn.answer["citations"]:
+        parts += [message("chat.references", language), ""]
+        parts += [f"- [{c['n']}] {reference_link(c['title'], urls.get(c['paper_id'], ''))} "
+                  f"({inert_markdown_line(c['source'])}, id {inert_markdown_line(c['paper_id'])})"
+                  for c in turn.answer["citations"]]
+        parts.append("")
+    return parts
 
 
 def cited_paper_ids(session: Session) -> list[str]:

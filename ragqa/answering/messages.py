@@ -26,6 +26,12 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.count": {"one": "{count} paper addresses “{topic}”:",
                          "other": "{count} papers address “{topic}”:"},
         "answer.none": "None of the {total} papers in this collection addresses “{topic}”.",
+        "answer.folded": {"one": "1 more paper may address “{topic}”, less certainly (folded).",
+                          "other": "{count} more papers may address “{topic}”, less certainly "
+                                   "(folded)."},
+        "answer.unfolded": {"one": "Less certain, 1 more paper:",
+                            "other": "Less certain, {count} more papers:"},
+        "label.folded": {"one": "1 more, less certain", "other": "{count} more, less certain"},
         "answer.none_referred": "None of the papers it refers to addresses “{topic}”.",
         "answer.closest_referred": "None of the papers it refers to writes “{topic}” in those "
                                    "words; the one that reads closest:",
@@ -87,9 +93,16 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.screened_weak": "The model read {read} candidates but accepted papers on other "
                                "topics too: the list is the offline one, less what it rejected "
                                "({calls} requests, {seconds} s).",
+        "notice.screening_failed": "The model could not screen the candidates ({reason}): "
+                                   "the list is ragqa's own, not read by the model.",
         "marks.header": "Re-ranked with your marks ({more} relevant, {rejected} not) for "
                         "“{topic}”: the papers you marked relevant first, then the "
-                        "{unjudged} candidates nearest to them.",
+                        "{unjudged} unmarked papers of the list nearer to them than to those "
+                        "you rejected.",
+        "marks.review": {"one": "To review, 1 new candidate (not in the list until you mark "
+                                "it):",
+                         "other": "To review, {count} new candidates (not in the list until "
+                                  "you mark them):"},
         "list.comma": ", ",
         "list.and": " and ",
         # ------------------------------------------------ summaries
@@ -114,6 +127,9 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                           "OPENAI_API_KEY 即可获得由模型撰写的回答。",
         "answer.count": {"other": "共有 {count} 篇论文涉及“{topic}”："},
         "answer.none": "本论文库的 {total} 篇论文中，没有一篇涉及“{topic}”。",
+        "answer.folded": {"other": "另有 {count} 篇论文可能涉及“{topic}”，把握较小（已折叠）。"},
+        "answer.unfolded": {"other": "把握较小的另外 {count} 篇论文："},
+        "label.folded": {"other": "另外 {count} 篇，把握较小"},
         "answer.none_referred": "所指的论文中，没有一篇涉及“{topic}”。",
         "answer.closest_referred": "所指的论文中，没有一篇直接写到“{topic}”；读来最接近的是：",
         "answer.abstained": "检索到的论文都无法回答这个问题：模型在其中找不到能支持回答的内容。",
@@ -164,9 +180,12 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.screened_weak": "模型阅读了 {read} 篇候选论文，但也接受了其他主题的论文："
                                "列表为离线列表，去掉了模型否定的论文"
                                "（{calls} 次请求，{seconds} 秒）。",
+        "notice.screening_failed": "模型未能筛选候选论文（{reason}）：列表为 ragqa 自己的离线列表，"
+                                   "未经模型阅读。",
         "marks.header": "已按您的标记重新排序（{more} 篇相关，{rejected} 篇不相关），"
                         "主题“{topic}”：先列出您标记为相关的论文，"
-                        "再列出与之最接近的 {unjudged} 篇候选论文。",
+                        "再列出列表中未标记、且更接近相关论文的 {unjudged} 篇论文。",
+        "marks.review": {"other": "待审阅的 {count} 篇新候选论文（标记之前不在列表中）："},
         "list.comma": "、",
         "list.and": " 和 ",
         "summary.title": "综述：{topic}",

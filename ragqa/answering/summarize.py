@@ -34,14 +34,14 @@ from ragqa.answering.citations import normalise_citations
 from ragqa.answering.messages import message, shown_topic
 from ragqa.index import lexical
 from ragqa.prompts import load_prompt
-from ragqa.retrieval.fitted import LIST_MODEL
+from ragqa.retrieval.fitted import LIST_MODEL, in_whole_list
 from ragqa.retrieval.question import strip_frame
 from ragqa.retrieval.sentences import best_sentence
 from ragqa.retrieval.types import Filters, Hit
 from ragqa.screening.screen import Progress, Screening, screener_for
 from ragqa.sources.export import reference_link
 from ragqa.sources.paper import Paper, contribution_sentence, strip_marks
-from ragqa.text import inert_markdown
+from ragqa.text import inert_markdown, inert_markdown_line
 
 if TYPE_CHECKING:
     from ragqa.models import LLM
@@ -118,6 +118,7 @@ class Summary:
     language: str = "English"
     # How the LLM screened the topic's candidates; None when it did not.
     screening: Screening | None = None
+    notice: str = ""  # what went otherwise than asked (the judge failed), one line
 
 
 # ---------------------------------------------------------------- clustering
@@ -332,12 +333,14 @@ def summarize(retriever: Retriever, topic: str | None, llm: LLM | None = None,
     # "Summarize the papers on audio and speech." is a summary of "audio and speech".
     topic = strip_frame(topic) if topic else topic
     language = detect_language(topic) if topic else "English"
+    notice = message("notice.screening_failed", language, reason=screening.failure) \
+        if screening and screening.mode == "offline" else ""
     if not papers:
         total = retriever.total_papers
         return Summary(topic or "", "llm" if llm else "extractive", [],
                        message("answer.none", language, total=total,
                                topic=shown_topic(topic or "", language)), [], 0,
-                       language=language, screening=screening)
+                       language=language, screening=screening, notice=notice)
     progress(f"Clustering {len(papers)} papers")
     vectors = retriever.store.paper_vectors([p.paper_id for p in papers])
     labels = choose_themes(vectors)
@@ -345,7 +348,7 @@ def summarize(retriever: Retriever, topic: str | None, llm: LLM | None = None,
     pool = [p for theme in themes for p in theme.papers[:PER_THEME]]
     numbers = {p.paper_id: n for n, p in enumerate(pool, start=1)}
     summary = Summary(topic or "", "llm" if llm else "extractive", themes, "", pool,
-                      len(papers), language=language, screening=screening)
+                      len(papers), language=language, screening=screening, notice=notice)
     if llm is None:
         terms = set(lexical.terms(topic, query=True)) if topic else set()
         groups = [t.papers for t in themes]
@@ -408,8 +411,10 @@ def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | No
     """The papers of `topic` as the list decision keeps them (their hits with `hits_only`),
     or of the whole collection (a sample of `max_papers`)."""
     if topic:
-        hits = retriever.search(topic, k=max_papers, sentences=False,
-                                rule=LIST_MODEL, filters=filters).hits
+        # the one-tier list, not the long tail of the tiers (fitted.in_whole_list)
+        hits = [h for h in retriever.search(topic, sentences=False, rule=LIST_MODEL,
+                                            filters=filters).hits if in_whole_list(h)]
+        hits = hits[:max_papers] if max_papers else hits
         return hits if hits_only else [h.paper for h in hits]
     assert retriever.lexical is not None
     papers = [p for p in retriever.lexical.all_papers() if not filters or filters.admits(p)]
@@ -500,6 +505,7 @@ def as_json(summary: Summary) -> dict:
         "llm_calls": summary.llm_calls, "tokens": summary.tokens,
         "dropped_citations": summary.dropped_citations, "language": summary.language,
         "screening": summary.screening.as_json() if summary.screening else None,
+        "notice": summary.notice,
         "labels": {"title": title_of(summary),
                    "references": message("summary.references", summary.language),
                    "mode": summary_mode(summary)},
@@ -514,18 +520,20 @@ def summary_mode(summary: Summary) -> str:
 
 def to_markdown(summary: Summary, images: Sequence[tuple[str, str]] = ()) -> str:
     """The summary as Markdown (`--out`, the page's download): every text from a paper, the
-    user or a model made inert (no HTML, no link but to a web page) for viewers that render
-    HTML. `images`: (alt text, a file name beside the Markdown) shown after the overview."""
-    lines = [f"# {inert_markdown(title_of(summary))}", "", inert_markdown(summary.overview), ""]
+    user or a model is inert (text only: no link, image or HTML can come of it); the only links
+    are the references' http(s) pages. `images`: (alt text, a file name beside the Markdown)
+    shown after the overview."""
+    lines = [f"# {inert_markdown_line(title_of(summary))}", "",
+             inert_markdown(summary.overview), ""]
     for alt, name in images:
-        lines += [f"![{inert_markdown(alt)}]({quote(name)})", ""]
+        lines += [f"![{inert_markdown_line(alt)}]({quote(name)})", ""]
     for theme in summary.themes:
-        lines += [f"## {inert_markdown(theme_heading(theme, summary.language))}", "",
+        lines += [f"## {inert_markdown_line(theme_heading(theme, summary.language))}", "",
                   inert_markdown(theme.text), ""]
     lines += [f"## {message('summary.references', summary.language)}", ""]
     # A list, so that each reference keeps its own line in Markdown and in the terminal.
     # Each title links to the paper's page (arXiv, OpenReview forum, DOI) when it has one.
-    lines += [f"- [{n}] {reference_link(p.title, p.url)} ({inert_markdown(p.source)}, id "
-              f"{inert_markdown(p.paper_id)})"
+    lines += [f"- [{n}] {reference_link(p.title, p.url)} ({inert_markdown_line(p.source)}, id "
+              f"{inert_markdown_line(p.paper_id)})"
               for n, p in enumerate(summary.references, start=1)]
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ragqa import __version__
-from ragqa.errors import UserError, exit_code
+from ragqa.errors import UserError, disk_full_error, exit_code
 from ragqa.requests import (
     AskRequest,
     ChatRequest,
@@ -105,6 +105,8 @@ def _errors(debug: bool) -> Iterator[None]:
     except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
         if debug:
             raise
+        # A full disk anywhere (a saved chat, an export, a cache) says so, and where.
+        exc = disk_full_error(exc) or exc
         code = exit_code(exc)
         message = " ".join(safe(str(exc)).split()) or type(exc).__name__
         if code is None:  # a bug: still one line, and a way to see more
@@ -274,6 +276,7 @@ def ask(
     k: Annotated[int | None, typer.Option("-k", "--top", min=1, help="At most this many "
                                           "papers as sources.")] = None,
     screen: ScreenOpt = None,
+    unfold: Annotated[bool, typer.Option("--all", help=_help("unfold"))] = False,
     venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
     bib: BibOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
@@ -282,7 +285,7 @@ def ask(
     out = _renderer()
     with _errors(debug):
         request = AskRequest(question=question, llm=llm or "auto", k=k, screen=screen,
-                             venue=venue, year=year, category=category)
+                             venue=venue, year=year, category=category, unfold=unfold)
         _check_out_file("--bib", bib)
         settings, name = _ops().settings_for(collection)
         model = _ops().llm_for(settings, request.llm)
@@ -297,14 +300,15 @@ def ask(
         if as_json:
             out.json(answer.as_json())
         else:
-            out.answer(answer)
+            out.answer(answer, unfold_hint="ragqa ask --all lists them.")
 
 
 # ---------------------------------------------------------------- chat
 
 CHAT_HELP = """Commands:
+  /more           the last list again, with the less certain papers it folded listed too
   /more 2 5       mark papers [2] and [5] of the last list relevant: the list is re-ranked
-                  by your marks and extended with the next candidates (offline, no model)
+                  and re-cut by your marks, new candidates offered apart to review (offline)
   /not 3          mark paper [3] not relevant (both at once: /more 2 5 /not 3)
   /sources        the papers of the last answer
   /show N         paper [N] of the last answer, in full
@@ -356,7 +360,7 @@ class ChatShell:
             if turn.standalone != turn.question:
                 # escaped: a title's "[/bold]" in the condensed question is text, not markup
                 self.out.console.print(f"[dim]→ {_markup(turn.standalone)}[/]")
-            self.out.answer(answer)
+            self.out.answer(answer, unfold_hint="/more lists them.")
         return True
 
     def _ask(self, line: str, on_token):
@@ -789,8 +793,8 @@ def serve(
         "--cors", metavar="ORIGIN", help="Let pages from this origin call the API "
         "(default: no CORS; '*' needs a token).")] = None,
     max_concurrent: Annotated[int, typer.Option(
-        "--max-concurrent", min=0, help="Answers (ask, chat, summarize, /v1) that run at once; "
-        "twice as many more wait, beyond that 503 with Retry-After (0: no limit).")] = 4,
+        "--max-concurrent", min=0, help="Answers (ask, chat, summarize, map, /v1, MCP) that run "
+        "at once; twice as many more wait, beyond that 503 with Retry-After (0: no limit).")] = 4,
     allow_host: Annotated[list[str] | None, typer.Option(
         "--allow-host", metavar="NAME", help="Also answer requests for this host name (a "
         "loopback server answers only 127.0.0.1, localhost and [::1]; repeat for several).")

@@ -13,7 +13,6 @@ only when `ragqa serve` runs, and then pays for them once.
 """
 
 import asyncio
-import collections
 import contextlib
 import functools
 import hmac
@@ -28,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from ragqa import __version__
 from ragqa.errors import TooLarge, UserError, error_message, http_status
-from ragqa.faces.mcp import http_app
+from ragqa.faces.mcp import DEFAULT_MAX_CONCURRENT, RETRY_AFTER_SECONDS, Busy, Slots, http_app
 from ragqa.faces.openai_compat import add_openai_routes, error_payload
 from ragqa.requests import (
-    MAX_PAGE,
+    EXPENSIVE,
     AskRequest,
     ChatRequest,
     MapRequest,
-    PapersRequest,
+    PapersPage,
     SearchRequest,
     ShowRequest,
     SummarizeRequest,
@@ -155,61 +154,38 @@ class Guard:
         return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
 
 
-# The routes that cost seconds of CPU (or an LLM's time): at most `max_concurrent` run at once.
-EXPENSIVE = frozenset({"/api/ask", "/api/chat", "/api/summarize", "/api/map",
-                       "/v1/chat/completions"})
-DEFAULT_MAX_CONCURRENT = 4
-RETRY_AFTER_SECONDS = 2
+# The routes of the operations that cost seconds of CPU (or an LLM's time), and /v1's chat
+# turn: at most `max_concurrent` run at once. /mcp is not among them: a POST there may be a
+# tool call or a listing of tools, so its expensive tools take the same slots themselves
+# (faces/mcp.py), answering MCP's own error rather than an HTTP status its client cannot read.
+EXPENSIVE_ROUTES = frozenset({f"/api/{operation}" for operation in EXPENSIVE} |
+                             {"/v1/chat/completions"})
 
 
 class Shed:
-    """Load shedding: at most `limit` expensive requests run at once, up to `queue` more wait
-    in order, and any beyond that get 503 with Retry-After at once, so that the latency of the
+    """Load shedding over the server's `Slots`: an expensive request runs once it holds one,
+    and any beyond the queue get 503 with Retry-After at once, so that the latency of the
     requests taken stays bounded instead of growing with every client that arrives. Searches
-    and pages are never held. One event loop runs this: no lock is needed."""
+    and pages are never held."""
 
-    def __init__(self, app: Any, limit: int, queue: int | None = None) -> None:
-        self.app, self.limit = app, limit
-        self.queue = 2 * limit if queue is None else queue
-        self.running = 0
-        self.waiting: collections.deque[asyncio.Future] = collections.deque()
+    def __init__(self, app: Any, slots: Slots) -> None:
+        self.app, self.slots = app, slots
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if not self.limit or scope["type"] != "http" or scope["method"] != "POST" or \
-                scope["path"] not in EXPENSIVE:
+        if not self.slots.limit or scope["type"] != "http" or scope["method"] != "POST" or \
+                scope["path"] not in EXPENSIVE_ROUTES:
             await self.app(scope, receive, send)
             return
-        if self.running >= self.limit:
-            if len(self.waiting) >= self.queue:
-                await _send_json(send, 503, error_payload(
-                    503, f"the server is busy ({self.running} answers running, "
-                    f"{len(self.waiting)} waiting): try again in {RETRY_AFTER_SECONDS} s",
-                    scope["path"]), {b"retry-after": str(RETRY_AFTER_SECONDS).encode()})
-                return
-            slot = asyncio.get_running_loop().create_future()
-            self.waiting.append(slot)
-            try:
-                await slot  # handed over by a request that finished (running stays the same)
-            except asyncio.CancelledError:
-                if slot.done() and not slot.cancelled():
-                    self._release()  # it had been handed the slot: pass it on
-                else:
-                    self.waiting.remove(slot)
-                raise
-        else:
-            self.running += 1
+        try:
+            await self.slots.acquire()
+        except Busy as exc:
+            await _send_json(send, 503, error_payload(503, error_message(exc), scope["path"]),
+                             {b"retry-after": str(RETRY_AFTER_SECONDS).encode()})
+            return
         try:
             await self.app(scope, receive, send)
         finally:
-            self._release()
-
-    def _release(self) -> None:
-        while self.waiting:
-            slot = self.waiting.popleft()
-            if not slot.done():
-                slot.set_result(None)
-                return
-        self.running -= 1
+            self.slots.release()
 
 
 async def _buffered(receive: Callable) -> Callable | None:
@@ -341,6 +317,16 @@ def _bodies():
             body_model(TrendsRequest, "TrendsBody"))
 
 
+def _query(request_type: type, name: str) -> Any:
+    """A query parameter declared as the request type declares the field (default, bounds,
+    help), as `body_model` does for bodies; the request type checks the value again when the
+    route builds it, as every face's requests are checked."""
+    from fastapi import Query
+
+    default, spec = options_of(request_type)[name]
+    return Query(default, description=spec.help, ge=spec.ge, le=spec.le)
+
+
 def _request(request_type: type, body: Any) -> Any:
     """The operation's request from a validated body (HTTP-only fields left out)."""
     values = body.model_dump()
@@ -352,14 +338,15 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
                max_concurrent: int = DEFAULT_MAX_CONCURRENT) -> Any:
     """The ASGI application: routes over `core`, guarded by the token and the body limit, and
     (bound to loopback) by the Host header."""
-    from fastapi import FastAPI, Query
+    from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
 
 
     AskBody, SearchBody, SummarizeBody, ChatBody, MapBody, TrendsBody = _bodies()
-    mcp = _mcp_app(core, host)
+    slots = Slots(max_concurrent)  # one set for /api, /v1 and /mcp's tools
+    mcp = _mcp_app(core, host, slots)
     api = FastAPI(title="ragqa", version=__version__, docs_url=None, redoc_url=None,
                   lifespan=mcp.router.lifespan_context if mcp else None,
                   description="Cited answers from ML-paper abstracts. Schemas: the README's "
@@ -427,8 +414,9 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
         return call(lambda: core.trends(_request(TrendsRequest, body)))
 
     @api.get("/api/papers", summary="The collection's papers, a page at a time")
-    def papers(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=MAX_PAGE)) -> Any:
-        return call(lambda: core.papers(PapersRequest(offset=offset, limit=limit)))
+    def papers(offset: int = _query(PapersPage, "offset"),
+               limit: int = _query(PapersPage, "limit")) -> Any:
+        return call(lambda: core.papers(PapersPage(offset=offset, limit=limit)))
 
     @api.get("/api/papers/{paper_id}", summary="One paper: `ragqa show --json`")
     def paper(paper_id: str) -> Any:
@@ -440,7 +428,7 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     _add_web(api)
     if mcp:  # its one route, /mcp (a mount would answer at /mcp/ and redirect /mcp)
         api.router.routes.extend(mcp.routes)
-    app: Any = Guard(Shed(api, max_concurrent), token)
+    app: Any = Guard(Shed(api, slots), token)
     if cors:  # outside the guard: preflights carry no token, and a 401 must reach the page
         from starlette.middleware.cors import CORSMiddleware
 
@@ -452,10 +440,10 @@ def create_app(core: "App", token: str = "", cors: str | None = None,
     return app
 
 
-def _mcp_app(core: "App", host: str):
+def _mcp_app(core: "App", host: str, slots: Slots):
     """The MCP tools as a streamable-HTTP app, or None when the mcp SDK is missing."""
     try:
-        return http_app(core, host)
+        return http_app(core, host, slots)
     except ModuleNotFoundError as exc:
         if exc.name != "mcp" and not (exc.name or "").startswith("mcp."):
             raise

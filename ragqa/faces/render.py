@@ -88,18 +88,22 @@ class Renderer:
             self.console.print(markup(message("search.none", language,
                                               total=result.total_papers, query=result.query)))
             return
-        papers = message("search.count", language, count=len(result.hits))
+        core = [h for h in result.hits if h.tier != "tail"]
+        papers = message("search.count", language, count=len(core))
         # The values are made inert, not the line: the count is in bold (the catalogue's
         # texts hold no markup).
         self.console.print(message("search.found", language, papers=f"[bold]{papers}[/]",
                                    total=result.total_papers, query=markup(result.query))
                            + "\n")
-        for rank, hit in enumerate(result.hits, start=1):
+        for rank, hit in enumerate(core, start=1):
             paper = hit.paper
             self.console.print(f"[bold cyan]{rank}.[/] [bold]{markup(paper.title)}[/]  "
                                f"[dim]{markup(paper.source)} · id {markup(paper.paper_id)} · "
                                f"score {hit.score:.4f}[/]")
             self.console.print(f"   {markup(hit.best_sentence)}\n")
+        if len(core) < len(result.hits):  # a list's less certain tail: folded (issue 45)
+            folded = message("label.folded", language, count=len(result.hits) - len(core))
+            self.console.print(f"[dim]{escape(folded)}: --json lists them (tier \"tail\")[/]")
 
     # ------------------------------------------------------------ answers
 
@@ -168,7 +172,8 @@ class Renderer:
         finally:
             stop()
 
-    def answer(self, answer: Any) -> None:
+    def answer(self, answer: Any, unfold_hint: str = "") -> None:
+        """`unfold_hint`: how this face lists a folded tail (`ragqa ask --all`, chat's /more)."""
         from rich.markdown import Markdown
 
         # The frames come from the message catalogue, in the question's language.
@@ -179,7 +184,7 @@ class Renderer:
         if answer.language != "English" and answer.retrieval_query != answer.question:
             query = message("label.searched_for", language, query=answer.retrieval_query)
             self.console.print(f"[dim]{markup(query)}[/]")
-        if answer.screening:
+        if answer.screening and answer.screening.mode != "offline":  # else: the notice says
             s = answer.screening
             key = "label.screened_weak" if s.mode == "combined" else "label.screened"
             line = message(key, language, read=s.candidates, accepted=s.accepted,
@@ -202,6 +207,10 @@ class Renderer:
         if answer.dropped_citations:
             dropped = message("label.dropped", language, count=answer.dropped_citations)
             self.console.print(f"[dim]{escape(dropped)}[/]")
+        cited = {c.paper_id for c in answer.citations}
+        if unfold_hint and any(h.tier == "tail" and h.paper.paper_id not in cited
+                               for h in answer.hits):
+            self.console.print(f"[dim]{escape(unfold_hint)}[/]")
         if answer.citations:
             self.console.print(f"\n[bold]{escape(message('label.references', language))}[/]")
             self.references([asdict(c) for c in answer.citations])
@@ -239,6 +248,8 @@ class Renderer:
             calls = message("summary.llm_calls", summary.language, calls=summary.llm_calls,
                             tokens=summary.tokens)
             self.console.print(f"[dim]{escape(calls)}[/]")
+        if summary.notice:
+            self.console.print(f"[yellow]{escape(summary.notice)}[/]")
         self.console.print(Markdown(safe(markdown)))
 
     def chat_banner(self, session: Any, llm: Any) -> None:

@@ -93,6 +93,8 @@ class TermMatrix:
     # ------------------------------------------------------------ files
 
     def save(self, folder: Path) -> None:
+        """Into a snapshot's temporary folder: lexical._new_snapshot makes it durable and
+        current at once, or removes it (a full disk)."""
         np.savez(folder / COUNTS, indptr=self.indptr, term_ids=self.term_ids,
                  counts=self.counts)
         (folder / VOCABULARY).write_text(json.dumps(self.vocabulary, ensure_ascii=False),

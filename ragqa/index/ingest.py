@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.errors import IndexMismatchError
+from ragqa.errors import DiskFullError, IndexMismatchError
 from ragqa.index import lexical
 from ragqa.index.follow import collection_lock, follow
 from ragqa.index.journal import Journal, Leases
@@ -304,10 +304,11 @@ class _Writer:
     `known_terms`, for the snapshot written at the end (follow.py)."""
 
     def __init__(self, store: Store, known_terms: dict[str, lexical.KnownTerms] | None,
-                 journal: Journal | None) -> None:
+                 journal: Journal | None, stored: list[str] | None = None) -> None:
         self._store = store
         self._known_terms = known_terms
         self._journal = journal
+        self._stored = stored  # the papers written whole so far: what a failure leaves
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=WRITES_AHEAD)
         self._error: BaseException | None = None
         # A daemon: a writer stuck in Chroma must not keep a Ctrl-C'd process alive.
@@ -325,6 +326,8 @@ class _Writer:
                                        batch.metadatas)
                     if self._store.encoder.dimension:
                         self._store.record_dimension(self._store.encoder.dimension)
+                if self._stored is not None:
+                    self._stored.extend(p.paper_id for p in batch.papers)
                 pause_for_tests("upserted")
                 if self._journal is not None:
                     self._journal.append(p.paper_id for p in batch.papers)
@@ -355,11 +358,12 @@ class _Writer:
 
 def _embed_and_store(store: Store, papers: list[Paper], progress: Progress,
                      known_terms: dict[str, lexical.KnownTerms] | None,
-                     journal: Journal | None) -> int:
-    """Chunk, embed and upsert `papers`, PAPERS_PER_BATCH at a time; returns the chunks."""
+                     journal: Journal | None, stored: list[str] | None = None) -> int:
+    """Chunk, embed and upsert `papers`, PAPERS_PER_BATCH at a time; returns the chunks.
+    `stored`: extended with the ids of the papers written, batch by batch."""
     chunker = make_chunker(store.encoder, store.settings)
     store.collection(create=True)
-    writer = _Writer(store, known_terms, journal)
+    writer = _Writer(store, known_terms, journal, stored)
     batches = [papers[i : i + PAPERS_PER_BATCH] for i in range(0, len(papers), PAPERS_PER_BATCH)]
     chunks = 0
     try:
@@ -405,10 +409,12 @@ def reconcile(store: Store, journal: Journal, states: dict[str, PaperState]) -> 
 
 def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
                   progress: Progress | None = None, lexical_index: bool = True,
-                  alone: bool = True) -> IngestReport:
+                  alone: bool = True, stored: list[str] | None = None) -> IngestReport:
     """Bring the collection in line with `papers`. The caller holds the collection lock (and,
     on a Chroma server, a lease: `alone` says whether another writer holds one too).
-    `lexical_index` False: a side collection (a rebuild's), with no journal nor snapshot."""
+    `lexical_index` False: a side collection (a rebuild's), with no journal nor snapshot.
+    `stored`: extended with the ids of the papers embedded and written whole, as they are (what
+    an ingest that fails part-way has added)."""
     started = time.perf_counter()
     progress = progress or Progress()
     report = IngestReport(collection=store.name)
@@ -437,7 +443,8 @@ def ingest_papers(store: Store, papers: Sequence[Paper], prune: bool = False,
     known_terms: dict[str, lexical.KnownTerms] | None = {} if lexical_index else None
     if plan.to_embed:
         progress.start(len(plan.to_embed))
-        report.chunks = _embed_and_store(store, plan.to_embed, progress, known_terms, journal)
+        report.chunks = _embed_and_store(store, plan.to_embed, progress, known_terms, journal,
+                                         stored)
         progress.finish()
     replaced = {pid for pid in plan.to_delete if pid in states and states[pid].complete}
     embedded = {p.paper_id for p in plan.to_embed}
@@ -523,22 +530,35 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
     `multilingual` (an encoder): the collection keeps a multilingual vector per chunk from now
     on; a collection that keeps them gets them for its new papers in every ingest."""
     read = read or ReadReport([], [])
-    with collection_lock(local_dir(store.settings, store.name), store.settings.lock_timeout), \
-            writers_lease(store, exclusive=prune or rebuild) as others:
-        finish_interrupted_rebuild(store)
-        if only_if_empty and store.count():
-            # A collection looks empty while its first ingest embeds its first batch; a query
-            # that found it so (and would add the bundled seeds) must not add them to it, and
-            # must read what that ingest wrote with a client that did not see it empty.
-            store.reopen()
-            return IngestReport(collection=store.name)
-        kept_by = store.multilingual_embedder()  # before a rebuild makes a new collection
-        if rebuild:
-            report = _rebuild(store, read.papers, progress)
-        else:
-            report = ingest_papers(store, read.papers, prune=prune, progress=progress,
-                                   alone=not others)
-        _keep_multilingual(store, report, kept_by, multilingual, progress)
+    folder = local_dir(store.settings, store.name)
+    # What a full disk leaves is told against these: the papers of the last complete ingest
+    # (the snapshot that searches answer from until the next one), and those written since.
+    before = (lexical.read_current(folder) or {}).get("papers")
+    stored: list[str] = []
+    stage = "rebuild" if rebuild else "papers"
+    try:
+        with collection_lock(folder, store.settings.lock_timeout), \
+                writers_lease(store, exclusive=prune or rebuild) as others:
+            finish_interrupted_rebuild(store)
+            if only_if_empty and store.count():
+                # A collection looks empty while its first ingest embeds its first batch; a
+                # query that found it so (and would add the bundled seeds) must not add them to
+                # it, and must read what that ingest wrote with a client that did not see it
+                # empty.
+                store.reopen()
+                return IngestReport(collection=store.name)
+            kept_by = store.multilingual_embedder()  # before a rebuild makes a new collection
+            if rebuild:
+                report = _rebuild(store, read.papers, progress)
+            else:
+                report = ingest_papers(store, read.papers, prune=prune, progress=progress,
+                                       alone=not others, stored=stored)
+            stage = "multilingual"
+            _keep_multilingual(store, report, kept_by, multilingual, progress)
+    except DiskFullError as exc:
+        state = _after_full_disk(store.name, exc, before, len(set(stored)), stage,
+                                 (lexical.read_current(folder) or {}).get("papers"))
+        raise exc.with_state(state, "free space and run the ingest again") from None
     report.skipped_bad = len(read.skipped)
     report.records_read, report.without_abstract = read.records_read, read.without_abstract
     report.tallies = dict(read.tallies)
@@ -546,6 +566,29 @@ def ingest_sources(store: Store, read: ReadReport | None, prune: bool = False,
         report.not_in_sources = 0
     report.skipped_messages = [str(e) for e in read.skipped]
     return report
+
+
+def _after_full_disk(name: str, exc: DiskFullError, before: int | None, stored: int,
+                     stage: str, now: int | None) -> str:
+    """What a full disk left of the collection, said truly: every write ragqa makes is whole
+    or absent (a paper's chunk 0 last, snapshots switched atomically, a rebuild beside the
+    collection), so the collection is intact unless Chroma itself was cut short mid-write
+    (`exc.damaged`, see store.py)."""
+    if exc.damaged:
+        return (f"Chroma could not finish writing, and the collection {name!r} may be damaged "
+                f"(it held {before or 0} papers before this ingest)")
+    if stage == "multilingual":
+        return (f"the collection {name!r} is intact ({now or 0} papers), but not all of its "
+                "multilingual vectors were added")
+    if stage == "rebuild":  # written beside the collection, swapped in only once whole
+        return (f"the collection {name!r} is intact ({before or 0} papers); the rebuild did "
+                "not finish")
+    state = (f"the collection {name!r} is intact at its last complete ingest ({before} papers)"
+             if before is not None else f"the collection {name!r} is intact (no ingest into it "
+             "has completed yet)")
+    if stored:
+        state += f", with {stored} papers of this ingest stored whole"
+    return state
 
 
 @contextlib.contextmanager
@@ -583,7 +626,8 @@ def _keep_multilingual(store: Store, report: IngestReport, kept_by: str,
 
 
 def _rebuild_store(store: Store) -> Store:
-    return Store(store.settings, f"{store.name}{REBUILD_SUFFIX}", store.encoder)
+    return Store(store.settings, f"{store.name}{REBUILD_SUFFIX}", store.encoder,
+                 check_name=False)  # a sibling's name: reserved to ragqa
 
 
 def _rebuild(store: Store, papers: Sequence[Paper], progress: Progress | None) -> IngestReport:

@@ -32,8 +32,8 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ragqa.errors import IndexMismatchError, StoreError
-from ragqa.index.store import PAGE, Store
+from ragqa.errors import DiskFullError, IndexMismatchError, StoreError
+from ragqa.index.store import PAGE, Store, chroma_failure
 
 JOURNAL_SUFFIX = "__journal"
 LEASES_SUFFIX = "__writers"
@@ -80,13 +80,10 @@ class Journal:
             return client.get_collection(self.chroma_name, embedding_function=None)
         except NotFoundError:
             return None
-        except StoreError:
+        except (StoreError, DiskFullError):
             raise
         except Exception as exc:  # chromadb raises many kinds; all mean "store unavailable"
-            from ragqa.index.store import describe_chroma_error
-
-            raise StoreError(f"reading the journal: "
-                             f"{describe_chroma_error(self.store.settings, exc)}") from None
+            raise chroma_failure(self.store.settings, "reading the journal", exc) from None
 
     def marker(self) -> Marker | None:
         """The journal's id and head, in one call to the server; None if the collection has no

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragqa.errors import SnapshotError
+from ragqa.errors import SnapshotError, disk_full_error
 from ragqa.index.bm25 import COUNTS, TermMatrix
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import split_categories
@@ -506,14 +507,19 @@ def keeps_counts(folder: Path) -> bool:
 
 def _new_snapshot(folder: Path, fp: str, size: int, fill, state: Mapping[str, object] | None
                   ) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+    """Fill a temporary folder, make its files durable (fsync), rename it into place, then
+    switch CURRENT to it (`_write_atomically`): until that switch readers keep the previous
+    snapshot, and after it the new one is whole on disk even if the machine stops."""
     previous = (read_current(folder) or {}).get("dir")
     name = f"snap-{fp[:12]}-{time.time_ns()}"
     work = folder / f".tmp-{name}"
-    work.mkdir()
     try:
+        folder.mkdir(parents=True, exist_ok=True)
+        work.mkdir()
         fill(work)
+        _sync_folder_files(work)
         os.replace(work, folder / name)
+        _sync(folder)
         write_current(folder, {**(state or {}), "dir": name, "fingerprint": fp, "papers": size})
     except (OSError, sqlite3.OperationalError) as exc:
         # A full disk or a read-only folder: a runtime error (exit 1) that says so (SQLite's
@@ -521,9 +527,33 @@ def _new_snapshot(folder: Path, fp: str, size: int, fill, state: Mapping[str, ob
         # and no half-written one left to fill the disk further.
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(folder / name, ignore_errors=True)
+        full = disk_full_error(exc, folder)
+        if full is not None:
+            raise full from None
         raise SnapshotError(f"cannot write the BM25 index in {folder}: {exc}") from None
     _remove_old_snapshots(folder, keep=name, previous=previous)
     return folder / name
+
+
+def _sync(path: Path) -> None:
+    """fsync a file or a folder (a folder: the names in it, after a rename). A file system that
+    cannot fsync a folder (EINVAL: some network ones) keeps what it keeps."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EBADF) or not path.is_dir():
+            raise
+    finally:
+        os.close(handle)
+
+
+def _sync_folder_files(folder: Path) -> None:
+    """fsync every file under `folder`, then the folders themselves: what numpy, bm25s and
+    SQLite wrote is on disk before the rename makes it the snapshot."""
+    for path in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)):
+        _sync(path)
+    _sync(folder)
 
 
 def write_current(folder: Path, state: Mapping[str, object]) -> None:
@@ -579,9 +609,19 @@ def _remove_old_snapshots(folder: Path, keep: str, previous: str | None) -> None
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    """Temporary file, fsync, rename: `path` holds the old text or the new, whole. A write that
+    fails (a full disk) leaves the old one and removes the temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    # The rename made durable. It has happened: failing now would have the caller undo what
+    # `path` already names.
+    with contextlib.suppress(OSError):
+        _sync(path.parent)

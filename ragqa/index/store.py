@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragqa.errors import IndexMismatchError, StoreError
+from ragqa.errors import (
+    DiskFullError,
+    IndexMismatchError,
+    ServiceError,
+    StoreError,
+    free_bytes,
+    is_disk_full,
+)
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import category_key, split_categories
 
@@ -38,11 +45,22 @@ PAGE = 2000  # records per Chroma get(): bounded memory on large collections
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,55}[A-Za-z0-9]$|^[A-Za-z0-9]$")
 
 
+# ragqa's sibling collections are NAME + "__" + a role (__multi, __journal, __writers,
+# __rebuild). A user's name holds no "__", so that no name reaches a sibling: `-c default__multi`
+# once opened default's multilingual vectors, and `--rebuild` destroyed them (issue 49).
+RESERVED = "__"
+
+
 def validate_collection_name(name: str) -> str:
     if not _NAME.match(name) or ".." in name:
         raise ValueError(
             f"collection name {name!r} is not valid: use 1-57 letters, digits, '.', '_' or '-', "
             "starting and ending with a letter or digit"
+        )
+    if RESERVED in name:
+        raise ValueError(
+            f"collection name {name!r} is not valid: '{RESERVED}' is reserved for the "
+            "collections ragqa keeps beside each collection (NAME__multi, NAME__journal, ...)"
         )
     return name
 
@@ -149,7 +167,57 @@ def open_client(settings: Settings):
             from chromadb.api.shared_system_client import SharedSystemClient
 
             SharedSystemClient.clear_system_cache()
-        raise StoreError(describe_chroma_error(settings, exc)) from None
+        raise chroma_failure(settings, "", exc) from None
+
+
+# What chromadb 1.5.9 raises when its disk fills (measured on a small tmpfs, embedded store):
+# - chromadb.errors.InternalError "Query error: Database error: error returned from database:
+#   (code: 13) database or disk is full": SQLite refused the write and rolled it back; the
+#   collection is as it was. Opening a store on a full disk fails the same way (it writes).
+# - chromadb.errors.InternalError "Error in compaction: Failed to apply logs to the metadata
+#   segment" or "... to the hnsw segment writer": the records are in Chroma's log, and applying
+#   them to the collection's indexes ran out of space. The error does not say why, hence the
+#   free space is measured. The HNSW index files are rewritten in place: one cut short (its
+#   index_metadata.pickle left empty) makes every later read of the collection fail ("Error
+#   deserializing pickle file"), even once space is freed. Hence `Store.upsert` refuses a
+#   write that may not fit, before Chroma starts it (`room_needed`).
+# A Chroma server's full disk reaches the client as the same texts, in an HTTP error.
+_COMPACTION_TEXTS = ("error in compaction", "failed to apply logs", "backfill")
+# Chroma writes its HNSW index every HNSW_SYNC records (hnsw:sync_threshold, default 1000),
+# in place, and grows its file in blocks of about as many records.
+HNSW_SYNC = 1000
+# Free space kept beyond a write's own estimate: what Chroma writes besides the records (its
+# SQLite rollback journal, a collection's metadata, the journal's and leases' records). Also
+# the free space under which a compaction error is taken for a full disk.
+DISK_RESERVE = 2 << 20
+
+
+def room_needed(records: int, dimension: int, payload: int) -> int:
+    """Bytes an upsert of `records` vectors of `dimension` floats, whose metadata and texts
+    take `payload` bytes as JSON, may need on the embedded store's disk. Measured: SQLite keeps
+    each record about four times over (Chroma's log, the metadata table and its indexes); an
+    HNSW write may add up to HNSW_SYNC + records vectors with their links."""
+    vector = 4 * dimension + 512  # the floats, and the row or the links beside them
+    return DISK_RESERVE + 5 * (records * vector + payload) + (HNSW_SYNC + records) * vector
+
+
+def chroma_failure(settings: Settings, what: str, exc: Exception) -> ServiceError:
+    """A Chroma failure as the error to raise: DiskFullError when the disk is full (see above),
+    else StoreError saying what was being done (`what`, "" for opening the store)."""
+    text = str(exc).lower()
+    if settings.uses_chroma_server:
+        if is_disk_full(exc):
+            return DiskFullError(server=f"{settings.chroma_host}:{settings.chroma_port}")
+    else:
+        folder = settings.home / "chroma"
+        free = free_bytes(folder)
+        low = free is not None and free < DISK_RESERVE
+        compaction = any(marker in text for marker in _COMPACTION_TEXTS)
+        if is_disk_full(exc) or (compaction and low):
+            # Only a cut-short HNSW write can leave the collection unreadable (see above).
+            return DiskFullError(folder, free, damaged=compaction and "hnsw" in text)
+    message = describe_chroma_error(settings, exc)
+    return StoreError(f"{what}: {message}" if what else message)
 
 
 def describe_chroma_error(settings: Settings, exc: Exception) -> str:
@@ -184,13 +252,14 @@ class Store:
         return f"ragqa_{self.name}"
 
     def call(self, what: str, fn, *args, **kwargs):
-        """A Chroma call whose failure becomes one StoreError saying what was being done."""
+        """A Chroma call whose failure becomes one StoreError saying what was being done (a
+        DiskFullError when the disk is full)."""
         try:
             return fn(*args, **kwargs)
-        except (StoreError, IndexMismatchError):
+        except (StoreError, IndexMismatchError, DiskFullError):
             raise
         except Exception as exc:
-            raise StoreError(f"{what}: {describe_chroma_error(self.settings, exc)}") from None
+            raise chroma_failure(self.settings, what, exc) from None
 
     def exists(self) -> bool:
         if self._collection is not None:
@@ -204,7 +273,7 @@ class Store:
         except NotFoundError:
             return False
         except Exception as exc:
-            raise StoreError(describe_chroma_error(self.settings, exc)) from None
+            raise chroma_failure(self.settings, "", exc) from None
 
     def collection(self, create: bool = False, check: bool = True):
         """The Chroma collection; `check=False` skips the embedder check, for reading the papers
@@ -416,6 +485,7 @@ class Store:
         """Write chunks; `documents`, their texts (kept under CHUNK_TEXT_KEY; None: no text, as
         the multilingual sibling, whose texts are in the collection)."""
         coll = self.collection(create=True)
+        self._check_room(vectors, documents, metadatas)
         limit = self.call("writing chunks", self._client.get_max_batch_size)
         # Chroma takes at most `limit` records a call. Chunk 0, which says how many chunks its
         # paper has, goes in the last call: a paper cut short by a kill between calls then
@@ -427,6 +497,23 @@ class Store:
                        embeddings=vectors[part],
                        metadatas=[metadatas[i] if documents is None else
                                   {**metadatas[i], CHUNK_TEXT_KEY: documents[i]} for i in part])
+
+    def _check_room(self, vectors: np.ndarray, documents: list[str] | None,
+                    metadatas: list[dict]) -> None:
+        """Refuse an upsert the embedded store's disk may not hold (`room_needed`): Chroma
+        cut short mid-write can lose the whole collection, refused beforehand it keeps all."""
+        if self.settings.uses_chroma_server or not len(metadatas):
+            return  # a server's disk is its own; it reports a full one itself
+        folder = self.settings.home / "chroma"
+        free = free_bytes(folder)
+        if free is None:
+            return
+        # ASCII JSON: at least as long as the UTF-8 bytes SQLite keeps.
+        payload = sum(len(json.dumps(m)) for m in metadatas)
+        payload += sum(len(d.encode()) for d in documents or [])
+        needed = room_needed(len(metadatas), int(np.shape(vectors)[-1]), payload)
+        if free < needed:
+            raise DiskFullError(folder, free, needed=needed)
 
     def delete_papers(self, paper_ids: Sequence[str]) -> None:
         coll = self.collection()

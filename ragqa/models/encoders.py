@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragqa.config import client_endpoint
 from ragqa.errors import EmbeddingError
 from ragqa.models import Encoder
 from ragqa.resources import TOKENIZER_FILE
@@ -316,8 +317,12 @@ class OpenAICompatibleEmbedder:
                  concurrency: int = 4, timeout: float = 60.0, retries: int = 3) -> None:
         import openai
 
+        # Query and credentials apart from the URL (config.ClientEndpoint says why).
+        endpoint = client_endpoint(base_url, api_key) if base_url else None
         self._client = openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url or None,
+            api_key=api_key or "not-needed", base_url=endpoint.base_url if endpoint else None,
+            default_query=endpoint.query if endpoint else None,
+            default_headers=endpoint.headers if endpoint else None,
             timeout=timeout, max_retries=0,
         )
         self._model = model

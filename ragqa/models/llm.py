@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ragqa.config import client_endpoint
 from ragqa.errors import LLMError
 from ragqa.models import LLM
 
@@ -67,13 +68,14 @@ def _client_retries(base: type) -> type:
     class OneRetryLayer(base):  # type: ignore[misc, valid-type]
         _client_retries: int = PrivateAttr(default=0)
         _timeouts: tuple[float, float] = PrivateAttr(default=(60.0, 60.0))
+        _query: dict[str, str] = PrivateAttr(default_factory=dict)  # the base URL's query
 
         def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
             import httpx
 
             connect, read = self._timeouts
             return {**super()._get_credential_kwargs(is_async),
-                    "max_retries": self._client_retries,
+                    "max_retries": self._client_retries, "default_query": self._query,
                     "timeout": httpx.Timeout(read, connect=connect, write=connect,
                                              pool=connect)}
 
@@ -101,23 +103,28 @@ class ChatLLM:
         # A CPU model may read a long prompt for minutes before its first token: reads wait
         # llm_first_token_timeout; stream() holds the tokens after the first to llm_timeout.
         read = max(self.settings.llm_first_token_timeout, self.settings.llm_timeout)
+        key = self.settings.openai_api_key.reveal()
         common: dict[str, Any] = {
             "model": self.settings.llm_model, "timeout": read, "max_tokens": MAX_ANSWER_TOKENS,
-            "max_retries": 0, "temperature": 0.0,
-            "api_key": self.settings.openai_api_key.reveal() or "not-needed",
+            "max_retries": 0, "temperature": 0.0, "api_key": key or "not-needed",
         }
+        query: dict[str, str] = {}
         if self.settings.openai_base_url:
             from llama_index.llms.openai_like import OpenAILike
 
+            # Query and credentials apart from the URL (config.ClientEndpoint says why).
+            endpoint = client_endpoint(self.settings.openai_base_url, key)
+            query = endpoint.query
             llm = _client_retries(OpenAILike)(
-                api_base=self.settings.openai_base_url, is_chat_model=True,
-                context_window=32768, **common)
+                api_base=endpoint.base_url, default_headers=endpoint.headers or None,
+                is_chat_model=True, context_window=32768, **common)
         else:
             from llama_index.llms.openai import OpenAI
 
             llm = _client_retries(OpenAI)(**common)
         llm._client_retries = self.settings.llm_retries
         llm._timeouts = (self.settings.llm_timeout, read)
+        llm._query = query
         return llm
 
     @property
@@ -127,6 +134,7 @@ class ChatLLM:
             client = self._llm.model_copy(update={"max_tokens": MAX_JSON_TOKENS})
             client._client_retries, client._timeouts = self._llm._client_retries, \
                 self._llm._timeouts
+            client._query = self._llm._query
             self._json_client = client
         return self._json_client
 
@@ -305,9 +313,14 @@ class LocalGGUF:
 def _served_context(settings: Settings) -> int | None:
     import httpx
 
-    root = settings.openai_base_url.rstrip("/").removesuffix("/v1")
+    # The base URL's query and credentials go as the chat requests send them: glued to the
+    # URL as text, `/v1?api-version=x` became `/v1?api-version=x/props`.
+    key = settings.openai_api_key.reveal()
+    endpoint = client_endpoint(settings.openai_base_url, key)
+    headers = {"Authorization": f"Bearer {key}"} if key else endpoint.headers
     try:
-        reply = httpx.get(root + "/props", timeout=min(settings.llm_timeout, 5.0))
+        reply = httpx.get(endpoint.root + "/props", params=endpoint.query, headers=headers,
+                          timeout=min(settings.llm_timeout, 5.0))
         n_ctx = reply.json()["default_generation_settings"]["n_ctx"] if reply.is_success \
             else None
     except (httpx.HTTPError, ValueError, KeyError, TypeError):

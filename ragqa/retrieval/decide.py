@@ -93,7 +93,8 @@ def decide_list(index: LexicalIndex, query: str, hits: list[Hit], model: Relevan
     kept = model.keep(hits)
     if kept or not word_rules:
         return kept
-    return [h for h in hits if h.probability >= model.threshold
+    # No tail here: a paper the gate's doubt leaves is listed only when it is sure of it.
+    return [h for h in hits if h.probability >= model.core_floor
             and _states_short_topic(index, query, h.index)]
 
 

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 # "What's (out) there on …", "What do you have about …": a request for papers.
 _WHATS_THERE = (r"what(?:'s| is| do you have| have you got)(?: out)? (?:there |in here |here )?"
                 r"(?:on|about|for|regarding)")
+# A request to the tool ("Summarize the papers on X"), a frame only before the papers are named:
+# after them it is what the papers do ("Which papers summarize dialogues?": issue 45).
+_REQUEST_VERBS = r"(?:summari[sz]e|survey|review|overview)"
 # A leading request frame, matched again and again until none is left ("Please, can you list
 # all the papers that study ..."). Each alternative ends where the topic begins.
 _FRAMES = [
@@ -37,7 +40,7 @@ _FRAMES = [
     r"(?:i|we) (?:want|need|would like|'d like)(?: to (?:find|see|know|read))?",
     r"(?:help me|let me) (?:find|see|know)",
     r"(?:show|give|tell|find|get|bring) (?:me|us)",
-    r"(?:summari[sz]e|survey|review|overview)",
+    _REQUEST_VERBS,
     r"(?:an |a )?(?:overview|summary|survey|review) (?:of|on)",
     r"(?:tell me|talk) about",
     r"what(?:'s| is| are) (?:new|happening) (?:in|on|with)",
@@ -69,6 +72,12 @@ _FRAMES = [
     r"(?:or|and|and/or)",  # "papers that study or reduce X": the second verb starts the topic
 ]
 _FRAME = re.compile(r"^\s*(?:" + "|".join(_FRAMES) + r")\b[\s,:]*", re.IGNORECASE)
+# The same frames once the papers are named: a request verb there is the topic's.
+_FRAME_AFTER_PAPERS = re.compile(
+    r"^\s*(?:" + "|".join(f for f in _FRAMES if f != _REQUEST_VERBS) + r")\b[\s,:]*",
+    re.IGNORECASE)
+_PAPERS_NOUN = re.compile(r"^\s*(?:papers?|works?|studies|study|articles?|abstracts?|"
+                          r"publications?|research|literature)\b", re.IGNORECASE)
 # Where the examples of a topic begin: "..., e.g. A or B", "(such as A, B)", "for example A".
 _EXAMPLES = re.compile(
     r"[,;:(\s]\s*(?:e\.\s?g\.|eg\.|i\.\s?e\.|such as|for example|for instance|including|"
@@ -114,8 +123,10 @@ def strip_frame(question: str) -> str:
     bare = without_chat_lead(question.strip())[0]
     text = _HERE.sub("", _TRAILING_REQUEST.sub("", bare)) if _content_words(bare) \
         else question.strip()
+    named = False  # the papers named yet ("Which papers …"): request verbs are topic after
     for _ in range(12):
-        stripped = _FRAME.sub("", text, count=1)
+        named = named or bool(_PAPERS_NOUN.match(text))
+        stripped = (_FRAME_AFTER_PAPERS if named else _FRAME).sub("", text, count=1)
         if stripped == text:
             break
         text = stripped

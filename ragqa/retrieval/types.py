@@ -24,6 +24,9 @@ class Hit:
     signals: dict[str, float] = field(default_factory=dict)
     probability: float = 0.0
     named: bool = False  # holds a rare name the question uses (signals.NAMED_PAPERS)
+    # A list's papers in two tiers (RelevanceModel.keep): "core", the papers the decision is
+    # sure of, shown as the answer; "tail", the less certain rest, folded (issue 45).
+    tier: str = "core"
     paper: Paper = None  # type: ignore[assignment]  # read for the hits that are kept
 
 

@@ -12,6 +12,7 @@ screening decides where a question's relevant papers end, which no offline score
 - `screen.py`: adaptive depth (batches down the ranking, re-ordered by what was accepted,
   stopped by a rule fitted on the dev sets), concurrency, the combination with the offline
   ranking, the statistics `--json` carries.
-- `cache.py`: verdicts kept per (collection, question, paper, model).
+- `cache.py`: verdicts kept per exactly what the judge read (collection, the question as sent,
+  the paper's content, endpoint + model + prompt).
 - `feedback.py`: a list re-ranked and extended from marked papers (Rocchio), the user's loop.
 """

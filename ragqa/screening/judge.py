@@ -6,8 +6,9 @@ stored, then its text within RAGQA_SCREEN_TOKENS. The reply is read as a JSON ob
 `{"relevant": [n, ...]}`, optionally with `"why": {"n": "a sentence of paper n"}`; structured
 output asks the server for exactly that where it offers it, and the parser is lenient where it
 does not (code fences, text around the object, numbers written as strings). A reply with no
-such object is asked again once; a second one fails the question, naming the batch, and is
-never read as "nothing relevant". Numbers outside the batch are ignored and counted.
+such object is asked again once; a second one raises LLMError naming the batch (the screener
+then falls back on the offline list, screen.py), and is never read as "nothing relevant".
+Numbers outside the batch are ignored and counted.
 """
 
 from __future__ import annotations

@@ -38,12 +38,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ragqa import resources
-from ragqa.errors import UserError
+from ragqa.errors import LLMError, UserError
 from ragqa.index.lexical import LexicalIndex
 from ragqa.models import LLM
 from ragqa.retrieval.retriever import Retriever
 from ragqa.retrieval.types import Hit
-from ragqa.screening.cache import VerdictCache
+from ragqa.screening.cache import VerdictCache, judge_key
 from ragqa.screening.feedback import rocchio_scores, unit
 from ragqa.screening.judge import BatchReply, Candidate, Judge, LLMJudge, Verdict, candidate_text
 from ragqa.sources.paper import Paper
@@ -73,10 +73,13 @@ class Screening:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    stopped: str = ""  # absent | no_more | limit | exhausted | weak_judge
+    stopped: str = ""  # absent | no_more | limit | exhausted | weak_judge | judge_failed
     decoys: int = 0  # papers from outside the candidates hidden in the first batches
     decoys_accepted: int = 0
-    mode: str = "judged"  # judged: the judge's verdicts; combined: the offline list pruned
+    # judged: the judge's verdicts; combined: the offline list pruned; offline: the judge
+    # failed (no usable verdict, a time-out, an error) and the list is the offline one
+    mode: str = "judged"
+    failure: str = ""  # why the judge failed (mode offline), one line for people
 
     def as_json(self) -> dict:
         return {**asdict(self), "seconds": round(self.seconds, 2)}
@@ -133,7 +136,13 @@ class Screener:
             read_wave = self._hide_decoys(pool, wave, stats) if first and self.decoys_of \
                 else wave
             progress(len(verdicts), self._expected(len(verdicts), candidates))
-            for i, verdict in self._read(question, pool, read_wave, stats, candidates).items():
+            try:
+                wave_verdicts = self._read(question, pool, read_wave, stats, candidates)
+            except LLMError as exc:
+                if self.offline is None:
+                    raise
+                return self._offline_after(exc, stats, started, pool, verdicts)
+            for i, verdict in wave_verdicts.items():
                 (decoys if i >= candidates else verdicts)[i] = verdict
             stats.candidates = len(verdicts)
             progress(len(verdicts), self._expected(len(verdicts), candidates))
@@ -153,6 +162,18 @@ class Screener:
                     if h.paper.paper_id not in rejected or h.probability >= self.certain]
         stats.accepted, stats.seconds = len(kept), time.monotonic() - started
         return Screened(kept, stats, judged, [pool[i].paper.paper_id for i in verdicts])
+
+    def _offline_after(self, failure: LLMError, stats: Screening, started: float,
+                       pool: list[Hit], verdicts: dict[int, Verdict]) -> Screened:
+        """The offline list, when the judge failed: a model that cannot write the verdict's
+        JSON, times out or errors costs the question its screening, never its answer (issue
+        45). The verdicts it did give stay in the cache; none of them changes the list."""
+        assert self.offline is not None
+        kept = self.offline()
+        stats.mode, stats.stopped, stats.failure = "offline", "judge_failed", str(failure)
+        stats.candidates = len(verdicts)
+        stats.accepted, stats.seconds = len(kept), time.monotonic() - started
+        return Screened(kept, stats, [], [pool[i].paper.paper_id for i in verdicts])
 
     def _next_wave(self, order: list[int], read: int, started: bool) -> list[list[int]]:
         """The next batches to read, taken off the front of `order`: MIN_DEPTH candidates at
@@ -187,14 +208,14 @@ class Screener:
         """The verdicts on the wave's papers (decoys from `candidates` on): the cache's, then
         the judge's (batches at once), kept in the cache."""
         ids = {i: pool[i].paper.paper_id for block in wave for i in block}
-        known = self.cache.get(question, ids.values()) if self.cache else {}
+        read = {i: self._candidate(pool[i]) for i in ids}
+        known = self.cache.get(question, read.values()) if self.cache else {}
         stats.cached += sum(pid in known for i, pid in ids.items() if i < candidates)
-        batches = [[i for i in block if ids[i] not in known] for block in wave]
+        batches = [[read[i] for i in block if ids[i] not in known] for block in wave]
         batches = [b for b in batches if b]
-        candidates = [[self._candidate(pool[i]) for i in b] for b in batches]
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(batches)))) as run:
             replies: list[BatchReply] = list(run.map(
-                lambda batch: self.judge.judge(question, batch), candidates))
+                lambda batch: self.judge.judge(question, batch), batches))
         fresh: dict[str, Verdict] = {}
         for reply in replies:
             stats.batches += 1
@@ -204,7 +225,8 @@ class Screener:
             stats.retried += reply.retried
             fresh.update(reply.verdicts)
         if self.cache and fresh:
-            self.cache.put(question, fresh)
+            self.cache.put(question, {read[i]: fresh[pid] for i, pid in ids.items()
+                                      if pid in fresh})
         every = {**known, **fresh}
         return {i: every.get(pid, Verdict(False)) for i, pid in ids.items()}
 
@@ -273,13 +295,21 @@ def _plain(text: str) -> str:
 
 
 def depth_limit(choice: str, default: int) -> int | None:
-    """--screen / RAGQA_SCREEN: None for off, else the most candidates to read."""
+    """--screen / RAGQA_SCREEN: None for off, else the most candidates to read; `default` is
+    RAGQA_SCREEN_MAX, what auto reads and the most a number may ask for. A number above it is
+    refused, not clamped, by every face alike (the CLI's operator included): the limit bounds
+    what one question spends of the operator's LLM, a client of a server must not raise it,
+    and a refusal says so where a clamp would read fewer candidates than asked in silence."""
     value = (choice or "auto").strip().lower()
     if value == "off":
         return None
     if value == "auto":
         return default
     if value.isdigit() and int(value) > 0:
+        if int(value) > default:
+            raise ValueError(f"screen {int(value)} is over the most candidates a question "
+                             f"may have read, {default} (RAGQA_SCREEN_MAX): ask for {default} "
+                             "or fewer")
         return int(value)
     raise ValueError(f"--screen takes auto, off or a number of candidates, not {choice!r}")
 
@@ -299,8 +329,11 @@ def screener_for(retriever: Retriever, llm: LLM | None, choice: str | None,
         return None
     judge = LLMJudge(llm, settings)
     lexical = retriever.lexical
+    # Another endpoint, model or prompt is another judge (hashed: the file holds no address).
+    identity = judge_key(judge.name, llm.description, settings.openai_base_url,
+                         str(settings.llm_gguf or ""), judge.prompt.template)
     cache = VerdictCache(settings.home / "screening" / "verdicts.sqlite", retriever.store.name,
-                         judge.name)
+                         identity)
     return Screener(judge, limit, settings.screen_batch, settings.llm_concurrency,
                     retriever.store.encoder.count_tokens, settings.screen_tokens,
                     lambda hits: retriever.paper_vectors([h.index for h in hits]), cache,

@@ -3,7 +3,9 @@
 Formats: seeds-style text, JSON Lines and CSV (plain.py, with arXiv snapshot lines and OpenReview
 notes recognised by their fields: arxiv.py, openreview.py), and `.bib` (bibtex.py). Every
 problem is a `CorpusError` (paper.py) that names the file and the 1-based line, raised before
-anything is written anywhere. Only the records a `Selection` (select.py) keeps are held.
+anything is written anywhere. Only the records a `Selection` (select.py) keeps are held, and
+each is bounded: no line over plain.MAX_LINE_BYTES is read, no file read whole holds more than
+plain.MAX_WHOLE_BYTES, and texts are cut at paper.MAX_TEXT_CHARS (titles MAX_TITLE_CHARS).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ class Reader:
     read: Callable[[Path, Admit | None], Iterator[Item]]
 
 
-def _admitted(items: Iterator[Paper | CorpusError], admit: Admit | None) -> Iterator[Item]:
+def _admitted(items: Iterator[Paper | CorpusError | Tally], admit: Admit | None
+              ) -> Iterator[Item]:
     for item in items:
         if admit is not None and isinstance(item, Paper) and \
                 not admit(item.venue, item.year, categories_of(item)):
@@ -74,8 +77,8 @@ def _admitted(items: Iterator[Paper | CorpusError], admit: Admit | None) -> Iter
 # In the order they are tried: ".json.gz" is JSON Lines, not text.
 READERS = (
     Reader(JSONL_SUFFIXES, read_jsonl),
-    Reader(CSV_SUFFIXES, lambda p, admit: _admitted(read_csv(p, read_text(p)), admit)),
-    Reader(TEXT_SUFFIXES, lambda p, admit: _admitted(read_seeds(p, read_text(p)), admit)),
+    Reader(CSV_SUFFIXES, lambda p, admit: _admitted(read_csv(p), admit)),
+    Reader(TEXT_SUFFIXES, lambda p, admit: _admitted(read_seeds(p), admit)),
     Reader(BIB_SUFFIXES, lambda p, admit: read_bibtex(p, read_text(p), admit)),
 )
 

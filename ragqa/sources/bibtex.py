@@ -28,6 +28,7 @@ from ragqa.sources.paper import (
     Tally,
     arxiv_id,
     arxiv_of_doi,
+    bounded_fields,
     derive_title,
     doi_of,
     entry_id,
@@ -247,8 +248,11 @@ def read_bibtex(path: Path, text: str,
         line = entry.start_line + 1
         if entry.start_line in quirks:
             yield Tally(quirks[entry.start_line], line, entry.key)
-        yield _entry_paper(path, entry, position, _with_crossref(_fields(entry), by_key),
-                           admit)
+        fields, cut = bounded_fields(_with_crossref(_fields(entry), by_key))
+        item = _entry_paper(path, entry, position, fields, admit)
+        if cut and isinstance(item, Paper):
+            yield Tally("cut", line, entry.key)
+        yield item
 
 
 def _entry_paper(path: Path, entry, position: int, fields: dict[str, str],

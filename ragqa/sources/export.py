@@ -18,11 +18,12 @@ import re
 import string
 import unicodedata
 from collections.abc import Iterable, Sequence
+from urllib.parse import quote
 
 from ragqa.sources.latex import latex_to_text
 from ragqa.sources.paper import Paper, entry_id, identified_id, openreview_id
 from ragqa.sources.select import split_categories
-from ragqa.text import inert_markdown, web_url
+from ragqa.text import inert_markdown_line, spreadsheet_cell, web_url
 
 _SKIPPED_TITLE_WORDS = {"a", "an", "the", "on", "of", "in", "for", "to", "and", "towards"}
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
@@ -101,15 +102,57 @@ def _latex(text: str) -> str:
     return _LIGATURE.sub(r"\1{}", out)
 
 
-def _balanced(value: str) -> bool:
-    """Whether a value can stand inside {…}: a "…"-quoted one may hold a lone brace (BibTeX
-    counts escaped braces too)."""
+def _balanced(value: str, count_escaped: bool = True) -> bool:
+    """Whether a value's braces pair up: as BibTeX counts them (escaped ones too), or as
+    bibtexparser does (`count_escaped=False`: not a brace right after a backslash)."""
     depth = 0
-    for char in value:
-        depth += (char == "{") - (char == "}")
+    for i, char in enumerate(value):
+        if char in "{}" and (count_escaped or value[i - 1:i] != "\\"):
+            depth += 1 if char == "{" else -1
         if depth < 0:
             return False
     return depth == 0
+
+
+def _bib_safe(value: str) -> bool:
+    """Whether a value can stand inside {…} as it is: balanced for BibTeX and for bibtexparser,
+    and no backslash last (bibtexparser would read the closing brace as an escaped one)."""
+    return _balanced(value) and _balanced(value, count_escaped=False) and \
+        not value.endswith("\\")
+
+
+# Identifiers and addresses, which biblatex reads verbatim (a LaTeX escape would change them):
+# what could end the value or the entry is percent-encoded instead (the same address).
+_VERBATIM_FIELDS = frozenset({"url", "doi", "eprint", "primaryclass"})
+_VERBATIM_UNSAFE = re.compile(r"[{}\\\s]")
+# `@type{` or `@type(` at a line's start opens an entry for bibtexparser, even inside a value.
+_LINE_START_AT = re.compile(r"(\n\s*)@")
+_FIELD_NAME = re.compile(r"[a-z][a-z0-9_:.+-]*")
+_ENTRY_TYPE = re.compile(r"[a-z]+")
+
+
+def _bib_value(name: str, value: object) -> str:
+    """A field's value as it can be written inside {…}: it can neither end the field nor the
+    entry, nor start another, whatever a record held (a record's URL that closes the entry and
+    opens one of its own, a lone brace that would swallow the rest of the file)."""
+    text = str(value)
+    if name in _VERBATIM_FIELDS:
+        return _VERBATIM_UNSAFE.sub(lambda m: quote(m.group(), safe=""), text.strip())
+    if not _bib_safe(text):
+        text = _latex(latex_to_text(text))  # the same text, its braces written as commands
+    if not _bib_safe(text):  # never seen; kept so that the guarantee holds by construction
+        text = re.sub(r"[{}\\]", "", text)
+    return _LINE_START_AT.sub(r"\1{@}", text)
+
+
+def _bib_fields(fields: dict[str, str]) -> dict[str, str]:
+    """The fields that can be written: a name BibTeX reads as one (a record that claimed to come
+    from a .bib may name fields anything), a value made safe, a `url` only to a web page."""
+    safe = {name: _bib_value(name, value) for name, value in fields.items()
+            if _FIELD_NAME.fullmatch(name)}
+    if "url" in safe and not web_url(safe["url"]):
+        del safe["url"]
+    return safe
 
 
 def _bib_authors(authors: str) -> str:
@@ -121,10 +164,11 @@ def entry_fields(paper: Paper) -> tuple[str, dict[str, str]]:
     extra = paper.extra
     if extra.get("source_format") == "bibtex" and extra.get("bibtex_fields"):
         own = json.loads(str(extra["bibtex_fields"]))  # written as the .bib had them
-        fields = {k: v if _balanced(v) else _latex(latex_to_text(v))
-                  for k, v in own.items() if k != "abstract"}
+        own = own if isinstance(own, dict) else {}
+        fields = {str(k).lower(): str(v) for k, v in own.items() if k != "abstract"}
         fields["abstract"] = _latex(paper.text)
-        return str(extra.get("bibtex_type") or "misc"), fields
+        kind = str(extra.get("bibtex_type") or "misc").lower()
+        return kind if _ENTRY_TYPE.fullmatch(kind) else "misc", fields
     fields = {"title": _latex(paper.title)}
     if paper.authors:
         fields["author"] = _bib_authors(paper.authors)
@@ -144,8 +188,8 @@ def entry_fields(paper: Paper) -> tuple[str, dict[str, str]]:
         fields["year"] = str(paper.year)
     if extra.get("doi"):
         fields["doi"] = str(extra["doi"])
-    if web_url(paper.url):  # a record's `javascript:` URL is no link in anyone's library
-        fields["url"] = web_url(paper.url)
+    if paper.url:  # only a web page's (a record's `javascript:` URL links nowhere)
+        fields["url"] = paper.url
     fields["abstract"] = _latex(paper.text)
     return kind, fields
 
@@ -157,7 +201,7 @@ def _with_own_id(paper: Paper, fields: dict[str, str]) -> dict[str, str]:
     named = identified_id(arxiv=fields.get("eprint", ""), doi=fields.get("doi", ""),
                           openreview=openreview_id(fields.get("url", "")) or "")
     if (named or entry_id(paper.title, paper.text, paper.year)) != paper.paper_id:
-        fields["ragqa_id"] = _latex(paper.paper_id)
+        fields["ragqa_id"] = _bib_value("ragqa_id", _latex(paper.paper_id))
     return fields
 
 
@@ -172,7 +216,8 @@ def to_bibtex(papers: Iterable[Paper]) -> str:
     library = Library()
     for paper in unique:
         kind, fields = entry_fields(paper)
-        fields = _with_own_id(paper, fields)
+        # made safe first: the id the entry reads back under is that of the fields as written
+        fields = _with_own_id(paper, _bib_fields(fields))
         library.add(Entry(kind, keys[paper.paper_id],
                           [Field(name, value) for name, value in fields.items()]))
     return bibtexparser.write_string(library) if unique else ""
@@ -194,24 +239,37 @@ def to_jsonl(papers: Iterable[Paper]) -> str:
 
 
 def to_csv(papers: Iterable[Paper]) -> str:
+    """CSV of the papers, each cell safe to open in a spreadsheet (`spreadsheet_cell`: a title
+    such as `=HYPERLINK(…)` is shown, not run); `ragqa ingest` reads it back as they were."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
     for paper in papers:
         record = paper_record(paper)
-        writer.writerow([record.get("abstract" if c == "abstract" else c, "") if c != "source"
-                         else paper.source for c in CSV_COLUMNS])
+        writer.writerow([spreadsheet_cell(str(record.get(c, "")) if c != "source"
+                                          else paper.source) for c in CSV_COLUMNS])
     return out.getvalue()
 
 
 # ---------------------------------------------------------------- Markdown
 
+# The characters a URL keeps as they are in a Markdown link's target: RFC 3986's, less the
+# ones Markdown reads there (parentheses and angle brackets end or wrap it, a backslash escapes,
+# quotes open a title, brackets and braces are markup); those are percent-encoded (the same
+# address for a web server). So are `~` (`~~` strikes through, even across a link, in some
+# renderers) and an `&` that would read as an entity (`&#106;`).
+_URL_KEPT = "/:?#@!$&*+,;=%-._"
+_URL_MARKUP = re.compile(r"~|&(?=#?\w+;)")
+
+
 def reference_link(title: str, url: str) -> str:
     """`[Title](url)` when the paper has a web page (arXiv page, OpenReview forum, DOI), else
-    the title; the title made inert (no HTML) and its brackets escaped (they would end the link
-    text early)."""
+    the title; the title is inert Markdown (text only: it can end the link text no more than
+    open a link of its own) and the URL an http(s) one, with every character that could end
+    the link or change its target in a renderer percent-encoded."""
+    text = inert_markdown_line(title)
     url = web_url(url)
-    text = inert_markdown(title).replace("[", "\\[").replace("]", "\\]")
     if not url:
         return text
-    return f"[{text}](<{url}>)" if " " in url or ")" in url else f"[{text}]({url})"
+    target = _URL_MARKUP.sub(lambda m: f"%{ord(m.group()):02X}", quote(url, safe=_URL_KEPT))
+    return f"[{text}]({target})"

@@ -16,6 +16,13 @@ from ragqa.text import split_sentences
 
 MetaValue = str | int | float | bool
 
+# The longest text and title a paper keeps, in characters as the source wrote them (before LaTeX
+# becomes text); longer ones are cut there, at a word, and counted (the "cut" tally). arXiv caps
+# an abstract at 1,920 characters: 64 Ki is a whole paper's body, not an abstract. Unbounded, one
+# 20 MB "abstract" took 1.6 GB to ingest (converted, chunked and embedded in full).
+MAX_TEXT_CHARS = 64 * 1024
+MAX_TITLE_CHARS = 1024
+
 
 @dataclass(frozen=True)
 class Paper:
@@ -71,7 +78,34 @@ TALLIES: dict[str, tuple[str, bool]] = {
     "empty_key": ("with an empty key", True),
     "duplicate_key": ("with a key another entry has too", True),
     "repeated_field": ("with a repeated field (its first value read)", True),
+    "cut": (f"with a text over {MAX_TEXT_CHARS:,} characters or a title over "
+            f"{MAX_TITLE_CHARS:,} (cut there)", True),
 }
+
+
+def cut_text(value: str, limit: int) -> str:
+    """`value`, or its first `limit` characters ended at a word and marked "…" as cut."""
+    if len(value) <= limit:
+        return value
+    head = value[:limit - 1]
+    space = head.rfind(" ", limit // 2)  # a word boundary, unless the text has none near
+    return (head[:space] if space > 0 else head).rstrip() + "…"
+
+
+def bounded_fields(record: dict, limit: int = MAX_TEXT_CHARS) -> tuple[dict, bool]:
+    """`record` with every text value over its limit cut (`cut_text`): a `title` (also an
+    OpenReview `content.title.value`) at MAX_TITLE_CHARS, any other text at MAX_TEXT_CHARS;
+    and whether any was. A record with nothing to cut is returned as it is, not copied."""
+    changed: dict = {}
+    for key, value in record.items():
+        own = MAX_TITLE_CHARS if key == "title" else limit
+        if isinstance(value, str) and len(value) > own:
+            changed[key] = cut_text(value, own)
+        elif isinstance(value, dict):
+            inner, was_cut = bounded_fields(value, own)
+            if was_cut:
+                changed[key] = inner
+    return ({**record, **changed}, True) if changed else (record, False)
 
 
 def tally_summary(tallies: dict[str, int]) -> str:

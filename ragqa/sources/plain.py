@@ -8,23 +8,27 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import gzip
-import io
 import itertools
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from ragqa.errors import CorpusError
 from ragqa.sources.arxiv import is_arxiv, paper_from_arxiv
 from ragqa.sources.latex import to_text
 from ragqa.sources.openreview import is_note, paper_from_note
 from ragqa.sources.paper import (
+    MAX_TEXT_CHARS,
     MetaValue,
     Paper,
     Tally,
+    bounded_fields,
+    cut_text,
     derive_title,
     extract_urls,
     strip_marks,
@@ -32,9 +36,19 @@ from ragqa.sources.paper import (
     venue_from_header,
 )
 from ragqa.sources.select import split_categories
+from ragqa.text import spreadsheet_text
 
 KNOWN_FIELDS = {"id", "_id", "title", "abstract", "text", "authors", "venue", "year", "url"}
 Admit = Callable[[str, int | None, list[str]], bool]
+
+# The longest line of a file read a line at a time (JSON Lines, CSV, seeds text), and of a
+# seeds abstract or a CSV field that spans lines: 1 MiB holds 500 arXiv abstracts. A longer one
+# is bad input, skipped with --skip-bad, and never held: it is read in chunks and dropped.
+MAX_LINE_BYTES = 1 << 20
+# The most a file read whole (BibTeX, a JSON array, UTF-16 text) may hold, decompressed:
+# ~40,000 OpenReview notes. JSON Lines have no such limit.
+MAX_WHOLE_BYTES = 128 << 20
+_READ_BYTES = 1 << 20  # what one read takes of a file read a line at a time
 
 # ---------------------------------------------------------------- decoding
 
@@ -58,50 +72,107 @@ def _decode(path: Path, data: bytes) -> str:
 
 
 def read_text(path: Path) -> str:
+    """The whole file as text, for what is read whole (BibTeX, a JSON array, UTF-16 files): at
+    most MAX_WHOLE_BYTES of it, decompressed (a gzip bomb stops there)."""
     try:
-        raw = path.read_bytes()
-        if path.name.endswith(".gz"):
-            raw = gzip.decompress(raw)
+        with _open(path) as handle:
+            raw = _read_at_most(handle, MAX_WHOLE_BYTES)
     except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         raise CorpusError(path, None, f"cannot read: {exc}") from None
+    if raw is None:
+        raise CorpusError(path, None, f"too large to read whole (over {MAX_WHOLE_BYTES >> 20} "
+                          "MiB of text): split it, or write it as JSON Lines, which is read a "
+                          "line at a time (`jq -c '.[]' notes.json > notes.jsonl`)")
     # A BOM inside the text (files joined with `cat`, each with its own) is no character of an
     # abstract: kept, it changed the abstract's id (found by bench/fuzz_parsers.py).
     text = _decode(path, raw).replace("\ufeff", "")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _stream_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) of every non-blank line, read a line at a time: a
-    2.5-million-line snapshot is never held whole. Files that are UTF-16 are read whole."""
+def _open(path: Path) -> BinaryIO:
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
+
+
+def _read_at_most(handle: BinaryIO, limit: int) -> bytes | None:
+    """All of `handle`, or None once it holds more than `limit` bytes: read in chunks, never
+    a buffer of `limit` for a small file."""
+    chunks, size = [], 0
+    while chunk := handle.read(_READ_BYTES):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _raw_lines(handle: BinaryIO, head: bytes) -> Iterator[bytes | None]:
+    """The bytes of each line of `head` and what follows it in `handle` (no b"\\n"), or None for
+    a line over MAX_LINE_BYTES: read in chunks and dropped up to its end, so that it is never
+    held, however long (a .gz of 20 KB held a line of 20 MB; one of 1.5 GB ran for minutes,
+    each chunk joined to all before it)."""
+    pending, skipping = head, False
+    while True:
+        chunk = handle.read(_READ_BYTES)
+        parts = (pending + chunk).split(b"\n")
+        pending = parts.pop()  # the line that goes on in the next chunk
+        for raw in parts:
+            if skipping:  # the end of the line being skipped
+                skipping = False
+                yield None
+            else:
+                yield raw if len(raw) <= MAX_LINE_BYTES else None
+        if not chunk:
+            if skipping or pending:
+                yield None if skipping or len(pending) > MAX_LINE_BYTES else pending
+            return
+        if skipping or len(pending) > MAX_LINE_BYTES:
+            pending, skipping = b"", True
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
+    """(1-based number, line) of every line, blank ones too, read a line at a time: a
+    2.5-million-line snapshot is never held whole, nor a line over MAX_LINE_BYTES (None: not
+    read; a gzip bomb of one line included). A lone CR ends a line too (old Mac files), as in
+    `read_text`. Files that are UTF-16 are read whole (`read_text`, bounded)."""
     try:
-        handle = (gzip.open(path, "rb") if path.name.endswith(".gz")  # noqa: SIM115 - closed below
-                  else path.open("rb"))
+        handle = _open(path)
     except OSError as exc:
         raise CorpusError(path, None, f"cannot read: {exc}") from None
     with handle:
         try:
             head = handle.read(8192)
             if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in head:
-                lines = enumerate(read_text(path).split("\n"), start=1)
-                yield from ((n, line) for n, line in lines if line.strip())
+                for number, line in enumerate(read_text(path).split("\n"), start=1):
+                    yield number, line if len(line) <= MAX_LINE_BYTES // 4 or \
+                        len(line.encode("utf-8")) <= MAX_LINE_BYTES else None
                 return
-            number, buffer = 0, head
-            while True:
-                chunk = handle.read(1 << 20)
-                if chunk:
-                    *parts, buffer = (buffer + chunk).split(b"\n")
-                else:
-                    parts, buffer = buffer.split(b"\n"), b""
-                for raw in parts:
-                    # A lone CR ends a line too (old Mac files), as in the whole-file readers.
-                    for line in _decode_line(path, number + 1, raw).split("\r"):
-                        number += 1
-                        if line.strip():
-                            yield number, line
-                if not chunk:
-                    return
+            number = 0
+            for raw in _raw_lines(handle, head):
+                if raw is None:
+                    number += 1
+                    yield number, None
+                    continue
+                for line in _decode_line(path, number + 1, raw).split("\r"):
+                    number += 1
+                    yield number, line
         except (OSError, EOFError, zlib.error) as exc:
             raise CorpusError(path, None, f"cannot read: {exc}") from None
+
+
+def _stream_lines(path: Path) -> Iterator[tuple[int, str | None]]:
+    """`_lines` without the blank ones."""
+    return ((n, line) for n, line in _lines(path) if line is None or line.strip())
+
+
+def too_long(path: Path, line: int) -> CorpusError:
+    return CorpusError(path, line, f"a line over {MAX_LINE_BYTES >> 20} MiB, more than any "
+                       "record needs: not read")
+
+
+def _head_text(path: Path) -> str:
+    """The file's first 8 KiB as text, however long its first line."""
+    with _open(path) as handle:
+        return handle.read(8192).decode("utf-8", errors="ignore").lstrip("\ufeff")
 
 
 def _decode_line(path: Path, number: int, raw: bytes) -> str:
@@ -117,39 +188,62 @@ def _decode_line(path: Path, number: int, raw: bytes) -> str:
 # ---------------------------------------------------------------- seeds-style text
 
 
-def _is_header(block: str) -> bool:
+def _is_header(block: str | CorpusError) -> bool:
     """A header is a single short line that is no sentence, e.g. 'ICML 2026 论文列表'."""
-    return "\n" not in block and len(block) <= 100 and not block.rstrip().endswith((".", "?", "!"))
+    return isinstance(block, str) and "\n" not in block and len(block) <= 100 and \
+        not block.rstrip().endswith((".", "?", "!"))
 
 
 
-def _blocks(text: str) -> Iterator[tuple[int, str]]:
-    """(1-based first line, block) for each run of non-blank lines."""
-    start, lines = 0, []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            if not lines:
-                start = number
-            lines.append(line.strip())
-        elif lines:
-            yield start, "\n".join(lines)
-            lines = []
-    if lines:
-        yield start, "\n".join(lines)
+def _blocks(path: Path, lines: Iterable[tuple[int, str | None]]
+            ) -> Iterator[tuple[int, str | CorpusError]]:
+    """(1-based first line, block) for each run of non-blank lines; a CorpusError for a block
+    over MAX_LINE_BYTES or with a line that long, whose rest is then passed over unread."""
+    start, held, size, bad = 0, [], 0, None
+    for number, line in lines:
+        if line is not None and not line.strip():
+            if held or bad:
+                yield start, bad or "\n".join(held)
+            held, size, bad = [], 0, None
+            continue
+        if not held and not bad:
+            start = number
+        if bad:
+            continue
+        size += len(line) if line is not None else MAX_LINE_BYTES + 1
+        if size > MAX_LINE_BYTES:
+            bad, held = too_long(path, number) if line is None else CorpusError(
+                path, start, f"an abstract over {MAX_LINE_BYTES >> 20} MiB, more than any "
+                "record needs: not read"), []
+        else:
+            held.append(line.strip())
+    if held or bad:
+        yield start, bad or "\n".join(held)
 
 
-def read_seeds(path: Path, text: str) -> Iterator[Paper | CorpusError]:
-    blocks = list(_blocks(text))
+def read_seeds(path: Path) -> Iterator[Paper | CorpusError | Tally]:
+    """Seeds-style text, read a line at a time (`_lines`) and held a block at a time."""
+    blocks = _blocks(path, _lines(path))
+    # Whether the first block is a header, and the only one left: the first three tell.
+    first = list(itertools.islice(blocks, 3))
+    if not first:
+        raise CorpusError(path, None, "file is empty")
     venue, year, label = "", None, ""
-    if len(blocks) > 1 and _is_header(blocks[0][1]):
-        label = blocks[0][1]
+    if len(first) > 1 and _is_header(first[0][1]):
+        label = first[0][1]
         venue, year = venue_from_header(label)
-        blocks = blocks[1:]
-    if len(blocks) == 1 and _is_header(blocks[0][1]):
-        yield CorpusError(path, blocks[0][0], "only a header line, no abstracts")
+        first = first[1:]
+    if len(first) == 1 and _is_header(first[0][1]):
+        yield CorpusError(path, first[0][0], "only a header line, no abstracts")
         return
-    for position, (line, block) in enumerate(blocks, start=1):
+    for position, (line, block) in enumerate(itertools.chain(first, blocks), start=1):
+        if isinstance(block, CorpusError):
+            yield block
+            continue
         body = " ".join(block.split("\n"))
+        if len(body) > MAX_TEXT_CHARS:
+            body = cut_text(body, MAX_TEXT_CHARS)
+            yield Tally("cut", line)
         if len(body) < 20:
             yield CorpusError(path, line, f"too short to be an abstract: {body[:40]!r}")
             continue
@@ -293,10 +387,24 @@ def _records_to_papers(path: Path, records: Iterator[tuple[int, dict | CorpusErr
         if isinstance(record, CorpusError):
             yield record
             continue
-        try:
-            yield record_to_paper(record, f"{path.name}#{position}", line_number, admit)
-        except ValueError as exc:
-            yield CorpusError(path, line_number, str(exc))
+        yield from _bounded_paper(path, record, line_number, functools.partial(
+            record_to_paper, source=f"{path.name}#{position}", line=line_number, admit=admit))
+
+
+def _bounded_paper(path: Path, record: dict, line: int,
+                   build: Callable[[dict], Paper | Tally | None]
+                   ) -> Iterator[Paper | CorpusError | Tally | None]:
+    """`build(record)` with the record's texts cut to their limits (`bounded_fields`): the
+    paper, after a "cut" Tally when a text was cut; a CorpusError for a bad record."""
+    record, cut = bounded_fields(record)
+    try:
+        item = build(record)
+    except ValueError as exc:
+        yield CorpusError(path, line, str(exc))
+        return
+    if cut and isinstance(item, Paper):
+        yield Tally("cut", line)
+    yield item
 
 
 _NOTES_KEY = re.compile(r'"notes"\s*:\s*\[')
@@ -310,7 +418,9 @@ def read_jsonl(path: Path, admit: Admit | None = None
     first = next(lines, None)
     if first is None:
         raise CorpusError(path, None, "file is empty")
-    head = first[1].lstrip()
+    # A JSON array (or an API response) saved on one line may well be over MAX_LINE_BYTES: what
+    # it is, its start says.
+    head = (first[1] if first[1] is not None else _head_text(path)).lstrip()
     if head.startswith("[") or (path.name.lower().endswith(".json") and
                                 head.startswith("{") and _wraps_notes(head)):
         text = read_text(path)  # whole: element line numbers count the blank lines too
@@ -323,7 +433,8 @@ def read_jsonl(path: Path, admit: Admit | None = None
 
     def records() -> Iterator[tuple[int, dict | CorpusError]]:
         for line_number, line in itertools.chain([first], lines):
-            yield line_number, _json_record(path, line_number, line)
+            yield line_number, (too_long(path, line_number) if line is None
+                                else _json_record(path, line_number, line))
 
     yield from _records_to_papers(path, records(), admit)
 
@@ -387,32 +498,61 @@ def _skip_space(text: str, at: int) -> int:
     return at
 
 
-def read_csv(path: Path, text: str) -> Iterator[Paper | CorpusError]:
-    csv.field_size_limit(16 * 1024 * 1024)  # a long abstract is one field
+def read_csv(path: Path) -> Iterator[Paper | CorpusError | Tally]:
+    """A CSV file with a header row, read a line at a time (`_lines`). A record that spans a
+    line over MAX_LINE_BYTES is bad input (that line is never read); the others are read."""
+    # A quoted field may span lines: it may hold as much as a line may (csv's default limit,
+    # 128 KiB, is less than a long abstract).
+    csv.field_size_limit(MAX_LINE_BYTES)
+    lines = _lines(path)
+    leading = []  # the lines up to the first with text, given to the parser as they are
+    for number, line in lines:
+        leading.append((number, line))
+        if line is None or line.strip():
+            break
+    else:
+        raise CorpusError(path, None, "file is empty")
+    dropped: list[int] = []  # lines not read (over MAX_LINE_BYTES), given to the parser blank
+
+    def text_lines() -> Iterator[str]:
+        for number, line in itertools.chain(leading, lines):
+            if line is None:
+                dropped.append(number)
+            yield "\n" if line is None else line + "\n"
+
     # strict: an unclosed quote is an error, not a record that swallows the rest of the file
-    reader = csv.DictReader(io.StringIO(text), strict=True)
+    reader = csv.reader(text_lines(), strict=True)
     try:
-        columns = {c.strip().lower() for c in reader.fieldnames or []}
+        header = next(reader, [])
     except csv.Error as exc:
         yield CorpusError(path, 1, f"malformed CSV header: {exc}")
         return
-    if not columns & {"abstract", "text"}:
+    if not {c.strip().lower() for c in header} & {"abstract", "text"}:
         yield CorpusError(path, 1, "CSV header needs an 'abstract' or 'text' column")
         return
     position = 0
     while True:
         start = reader.line_num + 1  # a quoted field may span lines: report where it starts
         try:
-            row = next(reader)
+            cells = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
             yield CorpusError(path, start, f"malformed CSV: {exc}")
             return
+        if dropped:  # the record (or the line on its own) held a line that was not read
+            position += 1
+            yield from (too_long(path, number) for number in dropped)
+            dropped.clear()
+            continue
+        if not cells:  # a blank line
+            continue
         position += 1
-        record = {(k or "").strip().lower(): v for k, v in row.items() if k}
-        try:
-            yield paper_from_record(record, f"{path.name}#{position}", start)
-        except ValueError as exc:
-            yield CorpusError(path, start, str(exc))
+        # as csv.DictReader: a short row's missing cells are None, a long row's extra ones go
+        row = dict(zip(header, cells + [None] * (len(header) - len(cells)), strict=False))
+        # a cell ragqa's CSV export kept from running as a formula reads as its text
+        record = {(k or "").strip().lower(): spreadsheet_text(v) if isinstance(v, str) else v
+                  for k, v in row.items() if k}
+        yield from _bounded_paper(path, record, start, functools.partial(
+            paper_from_record, source=f"{path.name}#{position}", line=start))
 

@@ -8,7 +8,9 @@ of the embeddings request) returns a failing Reply; a Reply of status 200 means 
 (tests/fixtures/llm/, bench/record_llm.py), and `context_limit` refuses prompts that do not
 fit a context window, as llama.cpp's server does. The server records each embeddings
 request's batch size and arrival time (`embed_calls`) and the most requests it was answering at
-once (`max_in_flight`)."""
+once (`max_in_flight`); `max_chats_in_flight` is the same for chat completions (how many answers
+a server let run at once). `seen` holds every request's method, path, query and Authorization
+header, GETs (`/props`, `/models`) too: what a client made of its base URL."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 
 @dataclass
@@ -113,6 +116,16 @@ def replay(*names: str) -> Callable[[dict], Reply]:
 
 
 @dataclass
+class Seen:
+    """One request as it arrived: where it went and how it authenticated."""
+
+    method: str
+    path: str  # without the query
+    query: dict[str, list[str]]
+    authorization: str | None
+
+
+@dataclass
 class EmbedCall:
     number: int  # 1-based, in arrival order
     size: int  # texts in the request
@@ -132,6 +145,10 @@ class LoopbackLLM:
         self.context_limit: int | None = None
         self._in_flight = 0
         self._embed_lock = threading.Lock()
+        self.max_chats_in_flight = 0
+        self._chats_in_flight = 0
+        self._chat_lock = threading.Lock()
+        self.seen: list[Seen] = []
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -192,12 +209,20 @@ class LoopbackLLM:
                     return True
                 return False
 
+            def _see(self) -> str:
+                """Record the request; its path without the query."""
+                url = urlsplit(self.path)
+                server.seen.append(Seen(self.command, url.path, parse_qs(url.query),
+                                        self.headers.get("Authorization")))
+                return url.path
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                if self.path.rstrip("/") == "/props" and server.context_limit:
+                path = self._see().rstrip("/")
+                if path == "/props" and server.context_limit:
                     # llama.cpp's server says its context here
                     self._send_json(200, {"default_generation_settings": {
                         "n_ctx": server.context_limit}})
-                elif self.path.rstrip("/").endswith("/models"):
+                elif path.endswith("/models"):
                     self._send_json(200, {"object": "list", "data": [
                         {"id": "loopback-model", "object": "model", "owned_by": "tests"}]})
                 else:
@@ -206,15 +231,26 @@ class LoopbackLLM:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                path = self._see()
                 server.requests.append({"path": self.path, "body": body,
                                         "headers": dict(self.headers)})
-                if self.path.rstrip("/").endswith("/embeddings"):
+                if path.rstrip("/").endswith("/embeddings"):
                     return self._embeddings(body)
                 if self._exceeds_context(body):
                     return None
-                reply = server.reply(body)
-                if reply.delay:
-                    time.sleep(reply.delay)
+                with server._chat_lock:
+                    server._chats_in_flight += 1
+                    server.max_chats_in_flight = max(server.max_chats_in_flight,
+                                                     server._chats_in_flight)
+                try:
+                    reply = server.reply(body)
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                finally:
+                    # Before answering, as for embeddings: a client that sends its next request
+                    # once this one is answered never sees the two counted as overlapping.
+                    with server._chat_lock:
+                        server._chats_in_flight -= 1
                 if self._send_scripted_failure(reply):
                     return None
                 if body.get("stream"):

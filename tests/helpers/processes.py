@@ -139,3 +139,12 @@ class ChromaServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
         self.log.close()
+
+
+def run_ragqa(home: Path, *args: str, timeout: float = 600, **env: str
+              ) -> subprocess.CompletedProcess:
+    """`python -m ragqa ARGS` in a process of its own over the data folder `home`: what a user
+    runs, with nothing of the test process (its Chroma clients, open files) in the way."""
+    return subprocess.run(
+        [sys.executable, "-m", "ragqa", *args], capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent", **env})

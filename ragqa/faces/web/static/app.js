@@ -324,6 +324,14 @@ function renderAnswer(turn, answer) {
     const c = byNumber.get(n);
     return citationButton(n, c, c && c.quote);
   }));
+  // A list's less certain papers (tier "tail"), folded under the answer: one click opens them.
+  const tail = (answer.papers || []).filter((p) => p.tier === "tail"
+    && !answer.citations.some((c) => c.paper_id === p.paper_id));
+  if (tail.length) {
+    body.append(el("details", { class: "tail" },
+      el("summary", {}, labels.folded || `${tail.length} more, less certain`),
+      el("ul", { class: "refs-list" }, ...tail.map((p) => paperLine(p, p.sentence)))));
+  }
   if (answer.notice) body.append(el("p", { class: "notice" }, answer.notice));
   if (answer.unsupported && answer.unsupported.length) {
     body.append(el("p", { class: "notice" },
@@ -667,6 +675,8 @@ function renderSummary(summary) {
   $("summary-title").textContent = labels.title || (summary.topic ? `Summary: ${summary.topic}`
     : "Summary of the collection");
   $("summary-refs-heading").textContent = labels.references || "References";
+  $("summary-notice").textContent = summary.notice || "";
+  $("summary-notice").hidden = !summary.notice;
   $("summary-overview").textContent = summary.overview || "";
   renderTrend(summary.trend);
   const themes = $("summary-themes");
