@@ -69,6 +69,9 @@ def test_a_query_in_the_base_url_stays_after_the_route(seeded, llm):
     assert all(s.query == {"api-version": ["2024-01"]} for s in chats)
     props = _seen(llm, "GET", "/props")  # the context the server has (llama.cpp)
     assert props and props[0].query == {"api-version": ["2024-01"]}
+    doctor = seeded("doctor", "--json", **_llm_env(f"{llm.url}?{QUERY}"))
+    models = _seen(llm, "GET", "/v1/models")  # doctor's check, as the answers reach it
+    assert models and all(s.query == {"api-version": ["2024-01"]} for s in models), doctor.output
 
 
 def test_credentials_in_the_url_do_not_replace_the_api_key(seeded, home, llm):
@@ -82,6 +85,7 @@ def test_credentials_in_the_url_do_not_replace_the_api_key(seeded, home, llm):
     assert len(chats) >= 2
     assert {s.authorization for s in chats} == {f"Bearer {KEY}"}
     assert {s.authorization for s in _seen(llm, "GET", "/props")} == {f"Bearer {KEY}"}
+    assert {s.authorization for s in _seen(llm, "GET", "/v1/models")} == {f"Bearer {KEY}"}
     # Without a key, the URL's user and password are what authenticates: Basic auth.
     llm.seen.clear()
     without_key = seeded("ask", FULL_DUPLEX, "--json", **_llm_env(_with_credentials(llm.url)))

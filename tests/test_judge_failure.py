@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 
 import httpx
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from .conftest import FULL_DUPLEX
 from .helpers.judge import written_answer
 from .helpers.llm_server import LoopbackLLM, Reply, prompt_name, prompt_of
-from .helpers.serve import RagqaServer
+from .helpers.serve import serving_copy
 
 pytestmark = pytest.mark.server
 
@@ -68,15 +67,9 @@ def test_the_cli_answers_with_the_offline_list_and_says_why(seeded, llm_server, 
 
 @pytest.fixture
 def served(_seeded_template, tmp_path, llm_server):
-    home = tmp_path / "served-home"
-    shutil.copytree(_seeded_template, home)
     llm_server.reply = _prose_judge
-    server = RagqaServer(home, **_env(llm_server))
-    try:
-        server.wait_ready()
+    with serving_copy(_seeded_template, tmp_path / "served-home", **_env(llm_server)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_every_server_face_says_the_list_was_not_screened(served):

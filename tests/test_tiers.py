@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 
 import httpx
 import pytest
 
 from .conftest import FULL_DUPLEX
-from .helpers.serve import RagqaServer
+from .helpers.serve import serving_copy
 
 
 def _json(result) -> dict:
@@ -75,14 +74,8 @@ def test_chat_more_alone_lists_the_folded_tail_and_marks_offer_review_apart(seed
 
 @pytest.fixture
 def served(_seeded_template, tmp_path):
-    home = tmp_path / "served-home"
-    shutil.copytree(_seeded_template, home)
-    server = RagqaServer(home, RAGQA_LLM="none")
-    try:
-        server.wait_ready()
+    with serving_copy(_seeded_template, tmp_path / "served-home", RAGQA_LLM="none") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.server

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ragqa.config import client_endpoint
 from ragqa.index.store import Store
 from ragqa.models.encoders import make_encoder, make_multilingual_encoder
 from ragqa.models.llm import LocalGGUF, describe_failure, make_llm
@@ -55,8 +56,14 @@ def _llm(settings: Settings) -> str:
         assert isinstance(local, LocalGGUF)
         return f"{local.description} loads"
 
-    client = openai.OpenAI(api_key=settings.openai_api_key.reveal() or "not-needed",
-                           base_url=settings.openai_base_url or None,
+    # as the answers' client reaches it: the URL's query after the route, no userinfo in it
+    key = settings.openai_api_key.reveal()
+    endpoint = client_endpoint(settings.openai_base_url, key) \
+        if settings.openai_base_url else None
+    client = openai.OpenAI(api_key=key or "not-needed",
+                           base_url=endpoint.base_url if endpoint else None,
+                           default_query=endpoint.query if endpoint else None,
+                           default_headers=endpoint.headers if endpoint else None,
                            timeout=min(settings.llm_timeout, 15.0), max_retries=0)
     try:
         models = [m.id for m in client.models.list()]

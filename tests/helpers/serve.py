@@ -3,6 +3,7 @@ folder of its own, and waits until /api/health answers: the tests then talk HTTP
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -86,6 +88,17 @@ class RagqaServer:
     def stderr(self) -> str:
         self._err.flush()
         return (self._logs / "stderr").read_text(encoding="utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def serving_copy(template: Path, home: Path, *args: str, **env: str) -> Iterator[RagqaServer]:
+    """`ragqa serve` over a copy of the data folder `template` made at `home`, stopped after."""
+    shutil.copytree(template, home)
+    server = RagqaServer(home, *args, **env)
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
 
 
 def sse(response: httpx.Response) -> list[tuple[str, str]]:
