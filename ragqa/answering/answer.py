@@ -744,7 +744,8 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         checked = CheckedText(no_paper_answer(topic_of(query), total, language), [], 0)
     else:
         written = write_answer(retriever, question, query, hits, total, llm, on_token, language,
-                               judged=screened is not None and screened.screening.mode != "offline")
+                               judged=screened is not None and screened.screening.mode != "offline",
+                               folded=tail)
         checked = written.checked
         notice = " ".join(filter(None, [notice, *written.notices]))
         timings.update(written.timings)
@@ -797,10 +798,11 @@ class Written:
 
 def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit], total: int,
                  llm: LLM, on_token: Callable[[str], None] | None, language: str,
-                 judged: bool = False) -> Written:
+                 judged: bool = False, folded: Sequence[Hit] = ()) -> Written:
     """The model's answer to `question` from `hits`, checked: citation styles read, uncited
     claims repaired or flagged, a degenerate answer replaced by the extractive one, an
-    abstention said plainly, and a list completed with the papers the model left out."""
+    abstention said plainly, and a list completed with the papers the model left out.
+    `folded`: the list's tail, not sent; a reply that only names its papers says nothing."""
     encoder = retriever.store.encoder
     count = encoder.count_tokens
     prompt, sources, notices = prompt_within_context(retriever.store.settings, llm, question,
@@ -811,7 +813,7 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
     listing = is_list_question(question) or is_list_question(query)
     draft = normalise_citations(draft, len(sources))
     reason = degenerate_reason(draft, language, detect_language,
-                               [h.paper.title for h in sources])
+                               [h.paper.title for h in [*sources, *folded]])
     if reason:
         instead = message("instead.list" if listing else "instead.fact", language)
         notices.append(message("notice.unusable", language,

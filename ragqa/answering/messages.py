@@ -26,9 +26,11 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.count": {"one": "{count} paper addresses “{topic}”:",
                          "other": "{count} papers address “{topic}”:"},
         "answer.none": "None of the {total} papers in this collection addresses “{topic}”.",
-        "answer.folded": {"one": "1 more paper may address “{topic}”, less certainly (folded).",
+        # A lead-in (it ends in a colon) to the papers a face folds below it: a frame, no claim
+        # that would need a citation (citations.states_fact).
+        "answer.folded": {"one": "1 more paper may address “{topic}”, less certainly (folded):",
                           "other": "{count} more papers may address “{topic}”, less certainly "
-                                   "(folded)."},
+                                   "(folded):"},
         "answer.unfolded": {"one": "Less certain, 1 more paper:",
                             "other": "Less certain, {count} more papers:"},
         "label.folded": {"one": "1 more, less certain", "other": "{count} more, less certain"},
@@ -127,7 +129,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                           "OPENAI_API_KEY 即可获得由模型撰写的回答。",
         "answer.count": {"other": "共有 {count} 篇论文涉及“{topic}”："},
         "answer.none": "本论文库的 {total} 篇论文中，没有一篇涉及“{topic}”。",
-        "answer.folded": {"other": "另有 {count} 篇论文可能涉及“{topic}”，把握较小（已折叠）。"},
+        "answer.folded": {"other": "另有 {count} 篇论文可能涉及“{topic}”，把握较小（已折叠）："},
         "answer.unfolded": {"other": "把握较小的另外 {count} 篇论文："},
         "label.folded": {"other": "另外 {count} 篇，把握较小"},
         "answer.none_referred": "所指的论文中，没有一篇涉及“{topic}”。",
