@@ -12,7 +12,12 @@ whole path against a judge on loopback (issue 26, 7a).
    openai client against the scripted judge on loopback, every question: recall, precision,
    abstention, candidates read, calls and seconds per question, from the answers' citations.
 
+4. `--blind`: the shipped rule (fitted on the dev slices) on the blind list set of issue 45
+   (naacl2021, ijcai2021: slices it never saw), per half (eval.blind_half), beside the
+   offline list and its core (issue 45, item 4).
+
     python bench/lists/screening.py --home DIR [--profile strong] [--served] [--json]
+    python bench/lists/screening.py --home DIR --blind [--json]
 
 DIR is a RAGQA_HOME as eval.py keeps it (the slices' collections are made once).
 """
@@ -194,12 +199,18 @@ def main() -> int:
     parser.add_argument("--llm-model", default="local")
     parser.add_argument("--llm-max", type=int, default=60, help="RAGQA_SCREEN_MAX for it")
     parser.add_argument("--per-slice", type=int, default=10)
+    parser.add_argument("--blind", action="store_true",
+                        help="the shipped rule on the blind list set (issue 45), per half")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not (args.data / "corpus.jsonl.gz").is_file():
         print(f"skipped: no mlconf data at {args.data}")
         return 0
     os.environ.setdefault("RAGQA_ENV_FILE", "/nonexistent")
+    if args.blind:
+        report = blind_run(args)
+        print(json.dumps(report, indent=2) if args.json else _blind_text(report))
+        return 0
     retrievers, runs, questions = {}, [], []
     for name in lists.SLICES:
         retrievers[name] = lists.retriever_for(args.home, name,
@@ -241,6 +252,49 @@ def main() -> int:
         report["served"] = served_run(args.home, retrievers, questions, args.profile)
     print(json.dumps(report, indent=2) if args.json else _text(report))
     return 0
+
+
+def blind_run(args) -> dict:  # noqa: ANN001
+    """The shipped rule and the offline list (whole and core) on the blind set, per half."""
+    from ragqa.screening.screen import Screener
+
+    shipped = {"min_depth": Screener.min_depth, "stop_after_empty": Screener.stop_after_empty,
+               "rescue_similarity": Screener.rescue_similarity}
+    retrievers, runs = {}, []
+    for name in lists.BLIND_SLICES:
+        retrievers[name] = lists.retriever_for(args.home, name,
+                                               lists.sources_of(args.home, args.data, name))
+        runs += [(q, retrievers[name].search(q.text, k=2 * LIMIT, cut=False).hits)
+                 for q in lists.load_questions(name) if q.grades]
+    judge = ScriptedJudge([q for q, _ in runs], args.profile)
+    report: dict = {"profile": args.profile, "shipped_rule": shipped}
+    for half in ("calibrate", "report"):
+        mine = [r for r in runs if lists.blind_half(r[0].qid) == half]
+        offline = [retrievers[q.slice].search(q.text).hits for q, _ in mine]
+        report[half] = {
+            "questions": len(mine),
+            "screened": summary(screen_all(mine, judge, retrievers, shipped)),
+            "offline": lists.summarise([lists.question_scores(
+                [h.paper.paper_id for h in hits], q) for (q, _), hits in zip(mine, offline,
+                                                                            strict=True)]),
+            "offline_core": lists.summarise([lists.question_scores(
+                [h.paper.paper_id for h in hits if h.tier == "core"], q)
+                for (q, _), hits in zip(mine, offline, strict=True)])}
+    return report
+
+
+def _blind_text(report: dict) -> str:
+    lines = [f"judge: {report['profile']}  rule: {report['shipped_rule']}"]
+    for half in ("calibrate", "report"):
+        lines.append(f"{half} half ({report[half]['questions']} questions)")
+        for label in ("screened", "offline", "offline_core"):
+            s = report[half][label]
+            lines.append(f"  {label:13} recall {s.get('recall', float('nan')):.3f}  precision "
+                         f"{s.get('precision', float('nan')):.3f}  abstention "
+                         f"{s.get('abstention', float('nan')):.2f}"
+                         + (f"  read {s['read_per_question']:5.1f}" if "read_per_question" in s
+                            else ""))
+    return "\n".join(lines)
 
 
 def _text(report: dict) -> str:

@@ -10,6 +10,9 @@ the tail the rest down to `threshold`.
   the blind set's "calibrate" half (eval.blind_half). The core floor is the least one whose
   mean core precision there reaches CORE_PRECISION; the tail floor the highest one whose mean
   core + tail recall reaches TAIL_RECALL.
+- "as ragqa search lists": what the product shows for the question as asked (its own reading
+  of whether it asks for papers, retrieval/kinds.py, and its own cut), beside the floors
+  applied to every question as a list question.
 - report: the blind set's "report" half (naacl2021, ijcai2021: questions by a helper that never
   saw ragqa, judged by four others, split by id before any was looked at), never tuned on.
 
@@ -64,9 +67,21 @@ def tiers(run: tuple[list[tuple[str, float]], bool], core: float, tail: float
 
 
 def scores(runs, core: float, tail: float) -> dict[str, float]:  # noqa: ANN001
+    return tier_scores([(q, *tiers(listed, core, tail)) for q, listed in runs])
+
+
+def as_listed(retriever, q: lists.Question) -> tuple[list[str], list[str]]:  # noqa: ANN001
+    """The core and the tail as `ragqa search` lists them: the product's own reading of the
+    question (a list question or not: retrieval/kinds.py) and its cut."""
+    hits = retriever.search(q.text, sentences=False).hits
+    return ([h.paper.paper_id for h in hits if h.tier != "tail"],
+            [h.paper.paper_id for h in hits if h.tier == "tail"])
+
+
+def tier_scores(listed) -> dict[str, float]:  # noqa: ANN001
+    """Figures of (question, core ids, tail ids) triples."""
     rows, absent = [], []
-    for q, listed in runs:
-        top, rest = tiers(listed, core, tail)
+    for q, top, rest in listed:
         if q.kind == "absent" or not q.relevant:
             absent.append(float(not top))
             continue
@@ -103,12 +118,14 @@ def main() -> int:
     from ragqa.retrieval.fitted import LIST_MODEL
 
     runs: dict[str, list] = {"dev": [], "calibrate": [], "report": []}
+    product: dict[str, list] = {part: [] for part in runs}
     for name in [*lists.SLICES, *lists.BLIND_SLICES]:
         retriever = lists.retriever_for(args.home, name,
                                         lists.sources_of(args.home, args.data, name))
         for q in (q for q in lists.load_questions(name) if q.grades):
             part = "dev" if name in lists.SLICES else lists.blind_half(q.qid)
             runs[part].append((q, decided(retriever, q)))
+            product[part].append((q, *as_listed(retriever, q)))
     core, tail = calibrate(runs["dev"] + runs["calibrate"])
     shipped = (LIST_MODEL.core_floor, LIST_MODEL.threshold)
     single = (LIST_MODEL.core_floor, LIST_MODEL.core_floor)  # one tier at the core's floor
@@ -119,6 +136,7 @@ def main() -> int:
         report[part] = {label: scores(part_runs, *floors) for label, floors in
                         (("before (one tier, 0.91)", before), ("fitted", (core, tail)),
                          ("shipped", shipped), ("shipped core alone", single))}
+        report[part]["as ragqa search lists"] = tier_scores(product[part])
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragqa.retrieval.kinds import list_question_model
+
 # "What's (out) there on …", "What do you have about …": a request for papers.
 _WHATS_THERE = (r"what(?:'s| is| do you have| have you got)(?: out)? (?:there |in here |here )?"
                 r"(?:on|about|for|regarding)")
@@ -181,35 +183,6 @@ _QUESTION_FRAME = re.compile(
     r"involve|involves|cover|covers|concern|concerns|discuss|discusses|do|does|)\s*",
     re.IGNORECASE,
 )
-_LIST_QUESTION = re.compile(
-    r"^\W*(?:(?:please|hi|hello|can you|could you|would you|i'm|i am|im|we're|we are|i want|"
-    r"i need|i'd like|we need|help me)\b.{0,25}?)?"
-    r"(?:which|what|list|find|show|name|give|any|are there|is there|looking for|searching for|"
-    r"search for|point me to|identify|retrieve|collect|gather|enumerate)\b.{0,30}?"
-    r"\b(?:papers|paper|works|work|studies|articles|publications|research|literature|approaches|"
-    r"methods|contributions|submissions)\b"
-    r"|^\s*(?:the\s+)?(?:papers|works?|studies|research)\s+(?:\w+ing\s+)?(?:on|about|that|"
-    r"which|using|with|where|at|into|in|for)\b"
-    # "who works on X here?", "imitation learning papers? I mean …", "are there test suites
-    # that check …": who and what the collection has.
-    r"|^\W*(?:and\s+|so\s+)?(?:who(?:'s|\s+is)?|anyone|anybody|someone)(?:\s+here)?\s+"
-    r"(?:works?|working|worked|has worked|looks? at|looking at|studies|researches)\s+"
-    r"(?:on|at|in)?\b"
-    r"|^\W*(?!(?:how|what|whats|what's|why|when|where|who|does|do|did|is|are|was|were|can|could|"
-    r"should|would|will|has|have|which|and|so|in|of|for|on|the|this|that|these|those|their|"
-    r"its)\b)[^?.!]{2,60}?\s(?:papers|work)"
-    r"\s*(?:\?|$)"
-    r"|^\W*(?:and\s+)?are there\s+(?:any\s+)?(?:[\w-]+\s+){0,3}?[\w-]+s\s+(?:that|which|"
-    r"for|on|about|using|with)\b"
-    # Requests for an overview of a topic: "Summarize …", "Tell me about …", "What's new in …".
-    r"|^\W*(?:please\W+)?(?:summari[sz]e|(?:give me |give us )?an overview (?:of|on)|overview of|"
-    r"tell (?:me|us) about|what'?s new (?:in|on|with)|what is new (?:in|on|with)|"
-    r"find (?:work|research|anything)|show me|any (?:work|research) on|"
-    + _WHATS_THERE + r"|"
-    r"(?:(?:is|are) there |(?:do|did) you have |have you got |got )?"
-    r"(?:anything|something|stuff) (?:on|about|regarding|related to|new (?:on|in|about)))\b",
-    re.IGNORECASE,
-)
 # "What does the DiffPool paper propose?", "How fast is the method of the paper on …": a question
 # about one paper, not a request for a list.
 _ONE_PAPER = re.compile(
@@ -222,16 +195,6 @@ _ONE_PAPER_FRAME = re.compile(
     r"(?:on|about|that studies|which studies|studying|for|of)\s+(.+?)\s+"
     r"(?:propose|proposes|introduce|introduces|present|presents|contribute|contributes|show|"
     r"shows|find|finds|achieve|achieves)\b\W*$", re.IGNORECASE)
-# A bare topic ("spiking neural networks") is at most this many words.
-MAX_TOPIC_WORDS = 8
-# A question word or a verb-like sentence: a claim or a fact question, not a bare topic.
-_CLAIM_LIKE = re.compile(
-    r"\?|^\s*(?:how|what|whats|what's|why|when|where|who|does|do|is|are|can|which)\b"
-    r"|^\s*(?:and\s+)?(?:on|in|for|with|from|against|by|over|at|to)\s+(?:what|which|how|whom)\b"
-    r"|\b(?:is|are|was|were|has|have|had|does|do|did|can|increases?|decreases?|causes?|"
-    r"reduces?|leads?|improves?|predicts?|uses?|shows?|achieves?)\b",
-    re.IGNORECASE,
-)
 
 
 def topic_of(question: str) -> str:
@@ -267,16 +230,6 @@ _TRAILING_REQUEST = re.compile(
 # "… here?", "… in this collection": where, not what.
 _HERE = re.compile(r"\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|set)|at this "
                    r"conference)\s*[?.!]*\s*$", re.IGNORECASE)
-# Where a described topic's head ends: a relative clause, a description after a colon or dash,
-# examples ("regularizers that make weights orthogonal", "decentralized training: learning
-# without a central server", "ML for molecular simulation, like molecular dynamics").
-_TOPIC_HEAD_END = re.compile(
-    r"\s*:\s+|\s+[—–-]\s+|\s+--\s+|,?\s+(?:like|such as|e\.\s?g\.|i\.\s?e\.|including)\s+|"
-    r"\s+(?:that|which|who|where|whose|while|when|for which|in which)\s+", re.IGNORECASE)
-_WH_WORD = re.compile(r"\b(?:how|what|which|why|who|whom|when|where)\b", re.IGNORECASE)
-# A question word or an auxiliary first: a question, not a described topic.
-_ASKS_FIRST = re.compile(r"^\s*(?:how|what|whats|what's|why|when|where|who|which|does|do|did|is|"
-                         r"are|was|were|can|could|should|would|will|has|have)\b", re.IGNORECASE)
 # A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
 # "Now, which papers …", "And X?".
 _CHAT_LEAD = re.compile(
@@ -287,10 +240,6 @@ _CHAT_LEAD = re.compile(
     re.IGNORECASE)
 # "What about X?" asks for X what the chat asked before; offline, that is papers on X.
 _WHAT_ABOUT = re.compile(r"^\W*(?:what|how) about\b\s*", re.IGNORECASE)
-# …unless X points back at papers already shown ("what about its mAP?", "how about the first").
-_POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|these|those|this|that|either|both|"
-                          r"the (?:first|second|third|fourth|fifth|last|former|latter))\b",
-                          re.IGNORECASE)
 
 
 def without_chat_lead(question: str) -> tuple[str, bool]:
@@ -302,74 +251,14 @@ def without_chat_lead(question: str) -> tuple[str, bool]:
 
 
 def is_list_question(question: str) -> bool:
-    """'Which papers …', 'papers on …', or a bare topic: the user wants every matching paper.
-    A sentence is a claim, even with a verb that _CLAIM_LIKE does not know ("Autophagy declines
-    in aged organisms."): a topic is short and is not written as a sentence. A question about
-    one paper ("What does the DiffPool paper propose?") is a fact question. A chat's lead-in
-    ("And …", "Now, …", "OK, separate question: …") is read past; "What about X?" asks for
-    papers on X unless X points back at papers already shown."""
-    bare, what_about = without_chat_lead(question)
-    if bare != question and _content_words(bare):
-        if what_about:
-            return not _POINTS_BACK.search(bare) and not _ONE_PAPER.search(bare)
-        return is_list_question(bare)
+    """Does the question ask for the papers on a topic ("Which papers …", "I need methods
+    that …", "What is known about …", a bare topic)? A claim, a fact question or a follow-up
+    about papers already shown does not. The fitted wording model decides
+    (retrieval/kinds.py: bench/understanding/fit_list_question.py); a question about one paper
+    ("What does the DiffPool paper propose?") is a fact question before it."""
     if _ONE_PAPER.search(question):
         return False
-    if _LIST_QUESTION.search(question) or _TRAILING_REQUEST.search(question):
-        return True
-    if _described_topic(question) or _typed_topic(question):
-        return True
-    if _CLAIM_LIKE.search(question.rstrip().rstrip("?")):  # "spiking networks?" is a topic
-        return False
-    words = question.split()
-    sentence = question.rstrip().endswith(".") and len(words) >= 4
-    return len(words) <= MAX_TOPIC_WORDS and not sentence
-
-
-def _described_topic(question: str) -> bool:
-    """A topic described at length, as a search box gets it: a short head that is no sentence,
-    then what it is about ("regularizers that make weights orthogonal or spread out the
-    neurons", "model-based RL that uses ensembles of dynamics models"). A claim ("X reduces
-    Y.") has its verb in the head or ends as a sentence; a question asks first."""
-    text = question.strip()
-    if text.endswith(".") or _ASKS_FIRST.match(text) or \
-            (text.endswith("?") and _WH_WORD.search(text)):
-        return False
-    head = _TOPIC_HEAD_END.split(text.rstrip("?!"), maxsplit=1)[0]
-    names_something = len(_content_words(head)) > 0 or _KIND_OF_WORK.match(head) is not None
-    return head != text.rstrip("?!") and names_something \
-        and len(head.split()) <= MAX_TOPIC_WORDS and not _CLAIM_LIKE.search(head)
-
-
-# A head that names only a kind of work ("models that predict future video frames").
-_KIND_OF_WORK = re.compile(r"^\W*(?:models|methods|approaches|algorithms|systems|techniques|"
-                           r"frameworks|architectures|networks|tools|datasets|benchmarks)\W*$",
-                           re.IGNORECASE)
-# A longer topic typed into a search box, lower case and without a verb: at most this many
-# words ("tracking lung cancer treatment response from longitudinal patient data").
-MAX_TYPED_TOPIC_WORDS = 16
-# …that does not start by pointing back or selecting ("the one for …", "of those, …").
-_POINTS_FIRST = re.compile(r"^\W*(?:and\s+|so\s+)?(?:the\s+(?:one|ones|first|second|third|last|"
-                           r"latter|former)\b|of\s+(?:the|these|those|them)\b|which\b|"
-                           r"(?:it|its|they|their|this|that|these|those|either|both)\b)",
-                           re.IGNORECASE)
-
-
-_ACRONYM_FIRST = re.compile(r"^[A-Z]{2,5}s?$")
-
-
-def _typed_topic(question: str) -> bool:
-    """A topic typed the way a search box gets it, longer than a bare topic: lower case from
-    its first letter, no verb a claim or a question has, no sentence. On the blind chat rounds
-    1-7 it reads 9 more of 382 topic turns as list requests and no follow-up; SciFact's
-    claims, written as sentences with capitals, 1 more of 1,109 (one that starts "p75 NTR")."""
-    text = question.strip()
-    first = text.split()[0] if text else ""
-    # lower case, or an acronym first ("ML for predicting stock returns?")
-    return bool(text) and (text[0].islower() or _ACRONYM_FIRST.match(first) is not None) \
-        and not text.endswith(".") \
-        and len(text.split()) <= MAX_TYPED_TOPIC_WORDS and not _POINTS_FIRST.match(text) \
-        and not _CLAIM_LIKE.search(text.rstrip("?")) and len(_content_words(text)) > 0
+    return list_question_model().decides(question)
 
 
 # ---------------------------------------------------------------- questions in other languages
