@@ -12,7 +12,8 @@ The kind: a list question ("which papers ...", a bare topic) wants every matchin
 claim or a fact question (one about one paper, too) wants the papers that hold it. A question
 in another language has its own frames, and only its Latin-script words for BM25.
 
-Pure text work: no heavy imports, so that the CLI's parsing of a question costs nothing.
+Text work, with one exception: whether a question asks for papers is a fitted model that reads
+the question's MiniLM embedding too (retrieval/kinds.py, loaded at its first use).
 """
 
 from __future__ import annotations
