@@ -78,6 +78,13 @@ def as_listed(retriever, q: lists.Question) -> tuple[list[str], list[str]]:  # n
             [h.paper.paper_id for h in hits if h.tier == "tail"])
 
 
+def focus_of(q: lists.Question) -> str | None:
+    """The blind set's `focus` of a question: "sense" (a word of two senses) or "task"."""
+    path = HERE / f"{q.slice}.questions.jsonl"
+    return next((r.get("focus") for r in map(json.loads, path.read_text(
+        encoding="utf-8").splitlines()) if r["id"] == q.qid), None)
+
+
 def tier_scores(listed) -> dict[str, float]:  # noqa: ANN001
     """Figures of (question, core ids, tail ids) triples."""
     rows, absent = [], []
@@ -137,6 +144,10 @@ def main() -> int:
                         (("before (one tier, 0.91)", before), ("fitted", (core, tail)),
                          ("shipped", shipped), ("shipped core alone", single))}
         report[part]["as ragqa search lists"] = tier_scores(product[part])
+        if part != "dev":  # the blind set's traps: a word of two senses, a task (BLIND_LISTS.md)
+            for focus in ("sense", "task"):
+                report[part][f"as listed, {focus} questions"] = tier_scores(
+                    [t for t in product[part] if focus_of(t[0]) == focus])
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
