@@ -10,9 +10,10 @@ Two parts, summed before the sigmoid:
   typed with a full stop is no claim). Only words common across the labelled sets are features,
   so that a field's own words never decide the form of a question;
 - the sense: one weight vector over the question's embedding by the bundled MiniLM (whatever
-  embedder the collection uses). It reads what no listed word covers: each labelled source
-  left out in turn is read right 0.974 of the time with it, 0.961 without; a blind set of new
-  wordings 0.926 against 0.831 (`fit_list_question.py --compare`, docs/benchmarks.md).
+  embedder the collection uses), for wordings no listed word covers. Each fitted source left
+  out in turn is read right 0.978 of the time with it, 0.959 without; a fresh blind set 0.869
+  and 0.879 (the phrase rules it replaced: 0.818); `fit_list_question.py --compare`,
+  docs/benchmarks.md "Which questions ask for papers".
 """
 
 from __future__ import annotations
@@ -28,12 +29,18 @@ import numpy as np
 
 from ragqa.resources import DATA_DIR
 
-_TOKEN = re.compile(r"[a-z0-9]+(?:['’-][a-z0-9]+)*|[?.:!;—]")
+# Words in any script ("réduit", "переобучение"), and the marks that end or split a question,
+# full-width ones read as their ASCII twins.
+_TOKEN = re.compile(r"[^\W_]+(?:['-][^\W_]+)*|[?.:!;—]")
+_MARKS = str.maketrans({"？": "?", "。": ".", "！": "!", "：": ":", "；": ";", "’": "'"})
+# The MiniLM reads 256 tokens: a question is cut to this many characters before it is embedded
+# (well past 256 tokens), so that a 100k-character paste costs what a long question does.
+MAX_EMBEDDED_CHARS = 4000
 _LENGTHS = ((3, "1-3"), (6, "4-6"), (10, "7-10"), (16, "11-16"))
 
 
 def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower().replace("’", "'"))
+    return _TOKEN.findall(text.lower().translate(_MARKS))
 
 
 def _length_bin(words: int) -> str:
@@ -56,24 +63,40 @@ def wording_features(text: str) -> set[str]:
 
 
 _ENCODER_LOCK = threading.Lock()
+_ENCODERS: list = []
 
 
-@cache
 def _encoder():  # noqa: ANN202 - models.encoders.LocalMiniLM, imported late (onnxruntime)
+    """One session per process, on one thread (a server runs one request per thread); its
+    runs are thread-safe, so only its creation is locked."""
+    with _ENCODER_LOCK:
+        if not _ENCODERS:
+            from ragqa.models.encoders import LocalMiniLM
+
+            _ENCODERS.append(LocalMiniLM(threads=1))
+        return _ENCODERS[0]
+
+
+def sense_embedder_id() -> str:
     from ragqa.models.encoders import LocalMiniLM
 
-    return LocalMiniLM(workers=1)
+    return LocalMiniLM.embedder_id
 
 
 def question_vectors(texts: list[str]) -> np.ndarray:
     """The questions' embeddings by the bundled MiniLM, the model's sense features."""
-    with _ENCODER_LOCK:
-        return _encoder().embed(texts).astype(np.float64)
+    return _encoder().embed([t[:MAX_EMBEDDED_CHARS] for t in texts]).astype(np.float64)
 
 
-@lru_cache(maxsize=512)
 def _question_vector(text: str) -> np.ndarray:
-    return question_vectors([text])[0]
+    return _cached_vector(text[:MAX_EMBEDDED_CHARS])
+
+
+@lru_cache(maxsize=256)
+def _cached_vector(text: str) -> np.ndarray:
+    vector = question_vectors([text])[0]
+    vector.setflags(write=False)  # shared by every caller of the cache
+    return vector
 
 
 @dataclass(frozen=True)
@@ -96,14 +119,23 @@ class WordingModel:
         return 1.0 / (1.0 + math.exp(-self.logit(text)))
 
     def decides(self, text: str) -> bool:
+        """A text without a word ("?", "...") asks for nothing."""
+        if not any(t[0].isalnum() for t in tokens(text)):
+            return False
         return self.probability(text) >= self.threshold
 
     @classmethod
     def from_json(cls, record: dict) -> WordingModel:
         sense = record.get("sense")
+        vector = None
+        if sense:
+            vector = np.asarray(sense["weights"], dtype=np.float64)
+            if sense.get("embedder") != sense_embedder_id() or vector.shape != (384,):
+                raise ValueError(f"the list-question model was fitted on {sense.get('embedder')}"
+                                 f" vectors of {vector.size} dimensions, not on this MiniLM's: "
+                                 "refit it (bench/understanding/fit_list_question.py --write)")
         return cls({k: float(v) for k, v in record["weights"].items()}, float(record["bias"]),
-                   float(record["threshold"]),
-                   np.asarray(sense["weights"], dtype=np.float64) if sense else None)
+                   float(record["threshold"]), vector)
 
 
 @cache

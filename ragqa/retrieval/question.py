@@ -241,6 +241,10 @@ _CHAT_LEAD = re.compile(
     re.IGNORECASE)
 # "What about X?" asks for X what the chat asked before; offline, that is papers on X.
 _WHAT_ABOUT = re.compile(r"^\W*(?:what|how) about\b\s*", re.IGNORECASE)
+# …unless X points back at papers already shown ("what about its mAP?", "how about the first").
+_POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|these|those|this|that|either|both|"
+                          r"the (?:first|second|third|fourth|fifth|last|former|latter))\b",
+                          re.IGNORECASE)
 
 
 def without_chat_lead(question: str) -> tuple[str, bool]:
@@ -253,11 +257,14 @@ def without_chat_lead(question: str) -> tuple[str, bool]:
 
 def is_list_question(question: str) -> bool:
     """Does the question ask for the papers on a topic ("Which papers …", "I need methods
-    that …", "What is known about …", a bare topic)? A claim, a fact question or a follow-up
+    that …", "Has anyone tried …", a bare topic)? A claim, a fact question or a follow-up
     about papers already shown does not. The fitted wording model decides
     (retrieval/kinds.py: bench/understanding/fit_list_question.py); a question about one paper
     ("What does the DiffPool paper propose?") is a fact question before it."""
     if _ONE_PAPER.search(question):
+        return False
+    bare, what_about = without_chat_lead(question)
+    if what_about and _POINTS_BACK.search(bare):  # "how about those?": the papers shown
         return False
     return list_question_model().decides(question)
 
