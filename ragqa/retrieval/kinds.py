@@ -27,6 +27,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 
+from ragqa.models.encoders import LocalMiniLM
 from ragqa.resources import DATA_DIR
 
 # Words in any script ("réduit", "переобучение"), and the marks that end or split a question,
@@ -66,20 +67,16 @@ _ENCODER_LOCK = threading.Lock()
 _ENCODERS: list = []
 
 
-def _encoder():  # noqa: ANN202 - models.encoders.LocalMiniLM, imported late (onnxruntime)
+def _encoder() -> LocalMiniLM:
     """One session per process, on one thread (a server runs one request per thread); its
     runs are thread-safe, so only its creation is locked."""
     with _ENCODER_LOCK:
         if not _ENCODERS:
-            from ragqa.models.encoders import LocalMiniLM
-
             _ENCODERS.append(LocalMiniLM(threads=1))
         return _ENCODERS[0]
 
 
 def sense_embedder_id() -> str:
-    from ragqa.models.encoders import LocalMiniLM
-
     return LocalMiniLM.embedder_id
 
 

@@ -315,4 +315,10 @@ def latin_words(question: str) -> str:
 
 
 def is_foreign_list_question(question: str) -> bool:
-    return bool(_FOREIGN_LIST_QUESTION.search(question)) or is_list_question(question)
+    """A list request in another language: its own "which papers" words, or what the fitted
+    model reads as one and is not put as a question. The model learnt English questions only:
+    "Wie viel schneller als PyTorch ist EGG …?" reads to it as a request, while a topic typed
+    as search terms ("脉冲神经网络") carries no question mark."""
+    if _FOREIGN_LIST_QUESTION.search(question):
+        return True
+    return not question.rstrip().endswith(("?", "？")) and is_list_question(question)
