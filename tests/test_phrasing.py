@@ -1,5 +1,5 @@
 """Any phrasing of a request finds its topic, the same way in `search`, `ask`, `chat` and
-`summarize`: 15 request forms x 3 seed topics, each checked to list the topic's papers."""
+`summarize`: 14 request forms x 3 seed topics, each checked to list the topic's papers."""
 
 from __future__ import annotations
 
