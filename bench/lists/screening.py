@@ -237,10 +237,8 @@ def main() -> int:
     report: dict = {"profile": args.profile, "fold_rules": rules,
                     "held_out": {name: summary(rows) for name, rows in held_out.items() if rows},
                     "fitted_on_all": None if args.no_folds else fit(runs, judge, retrievers)}
-    from ragqa.screening.screen import Screener
 
-    shipped = {"min_depth": Screener.min_depth, "stop_after_empty": Screener.stop_after_empty,
-               "rescue_similarity": Screener.rescue_similarity}
+    shipped = shipped_rule()
     report["shipped_rule"] = shipped
     report["offline"] = {name: lists.summarise([lists.question_scores(
         [h.paper.paper_id for h in retrievers[name].search(q.text).hits], q)
@@ -254,12 +252,18 @@ def main() -> int:
     return 0
 
 
-def blind_run(args) -> dict:  # noqa: ANN001
-    """The shipped rule and the offline list (whole and core) on the blind set, per half."""
+def shipped_rule() -> dict:
+    """The depth rule screen.py ships."""
     from ragqa.screening.screen import Screener
 
-    shipped = {"min_depth": Screener.min_depth, "stop_after_empty": Screener.stop_after_empty,
-               "rescue_similarity": Screener.rescue_similarity}
+    return {"min_depth": Screener.min_depth, "stop_after_empty": Screener.stop_after_empty,
+            "rescue_similarity": Screener.rescue_similarity}
+
+
+def blind_run(args) -> dict:  # noqa: ANN001
+    """The shipped rule and the offline list (whole and core) on the blind set, per half."""
+
+    shipped = shipped_rule()
     retrievers, runs = {}, []
     for name in lists.BLIND_SLICES:
         retrievers[name] = lists.retriever_for(args.home, name,

@@ -29,6 +29,7 @@ import json
 import os
 import sys
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -80,9 +81,14 @@ def as_listed(retriever, q: lists.Question) -> tuple[list[str], list[str]]:  # n
 
 def focus_of(q: lists.Question) -> str | None:
     """The blind set's `focus` of a question: "sense" (a word of two senses) or "task"."""
-    path = HERE / f"{q.slice}.questions.jsonl"
-    return next((r.get("focus") for r in map(json.loads, path.read_text(
-        encoding="utf-8").splitlines()) if r["id"] == q.qid), None)
+    return _focus(q.slice).get(q.qid)
+
+
+@cache
+def _focus(slice_name: str) -> dict[str, str | None]:
+    path = HERE / f"{slice_name}.questions.jsonl"
+    return {r["id"]: r.get("focus") for r in map(json.loads, path.read_text(
+        encoding="utf-8").splitlines())}
 
 
 def tier_scores(listed) -> dict[str, float]:  # noqa: ANN001

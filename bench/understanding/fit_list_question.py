@@ -19,7 +19,7 @@ Labelled questions (1: asks for papers; 0: does not), none from the held-out ICM
 - wordings (bench/understanding/wordings/, WORDINGS.md): 240 list-seeking questions in varied
   forms (1) and 240 that are not (facts, claims, follow-ups, other: 0), written for this model
   by two helpers who never saw ragqa, on CoRL 2024 / WWW 2025 and AISTATS 2023 / UAI 2022;
-  split by a hash of the id (wording_half) before any was read: "calibrate" is fitted on,
+  split by a hash of the id (eval.blind_half) before any was read: "calibrate" is fitted on,
   "report" measured. Both report halves were looked at twice in session 22 (before and after
   the embedding was added), so their figures are second looks.
 - fresh (bench/understanding/wordings/kinds.jsonl, KINDS.md): 200 turns on ICLR 2018 / CoRL 2023
@@ -77,12 +77,6 @@ def _records(path: Path | str) -> list[dict]:
             if line.strip()]
 
 
-def wording_half(qid: str) -> str:
-    """The half of the wordings set a question is in, by a hash of its id alone."""
-    return "calibrate" if int(hashlib.sha256(qid.encode()).hexdigest(), 16) % 2 == 0 \
-        else "report"
-
-
 def labelled(data: Path) -> list[tuple[str, str, int]]:
     """(source, text, label) of every labelled question; the blind report half apart."""
     rows = []
@@ -105,7 +99,7 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
                  for r in _records(path)]
     for name in ("list_seeking", "not_list"):
         for r in _records(HERE / "wordings" / f"{name}.jsonl"):
-            half = wording_half(r["id"])
+            half = lists.blind_half(r["id"])  # the same hash split
             rows.append((f"wordings:{name}" if half == "calibrate" else "wordings-report",
                          r["text"], int(r["asks_for_papers"])))
             if half == "calibrate" and r.get("kind") == "claim":
@@ -221,13 +215,6 @@ def accuracy(model: dict, rows) -> float:  # noqa: ANN001
 
     m = WordingModel.from_json(model)
     return float(np.mean([m.decides(text) == bool(label) for _, text, label in rows]))
-
-
-def product_accuracy(rows) -> float:  # noqa: ANN001
-    """question.is_list_question as shipped (the model file --write wrote, the one-paper rule)."""
-    from ragqa.retrieval.question import is_list_question
-
-    return float(np.mean([is_list_question(text) == bool(label) for _, text, label in rows]))
 
 
 def before_decisions(checkout: Path, texts: list[str]) -> dict[str, bool]:
