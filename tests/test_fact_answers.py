@@ -133,3 +133,34 @@ def test_a_comparison_question_with_many_matching_papers_is_answered_as_a_fact()
     assert answer.citations[0].paper_id == "norm1"
     assert "4.1% lower error" in answer.citations[0].quote
     assert not answer.text.startswith(f"{len(norms)} papers")
+
+
+@pytest.mark.parametrize(("question", "paper", "missing"), [
+    # a figure asked of an abstract with no number at all
+    ("How much smoother does batch normalization make the loss landscape?", "norm2", "figure"),
+    # code asked of an abstract that never mentions code, a link or a release
+    ("Is the code of the graph transformer for molecular property prediction released?", "d1",
+     "code"),
+])
+def test_what_the_abstract_does_not_say_is_said_not_quoted_from_its_nearest_sentence(
+        facts, question, paper, missing):
+    """issue 46: "does it release code?" of an abstract that never mentions code quoted an
+    unrelated sentence; the answer now cites the paper and says its abstract does not say."""
+    from ragqa.answering.messages import message
+
+    answer, first = _first(facts, question)
+    assert first["paper_id"] == paper and not first["quote"]
+    title = next(a["title"] for a in ABSTRACTS if a["id"] == paper)
+    assert answer["answer"] == message(f"answer.unstated.{missing}", title=title) + " [1]"
+
+
+def test_what_the_abstract_says_is_quoted_and_a_follow_up_says_what_it_does_not(facts):
+    _, first = _first(facts, "Is KernelForge open source?")
+    assert first["paper_id"] == "kern" and first["quote"] == "KernelForge is open source."
+    turns = ["How does GroupFlow compare with batch normalization at a batch size of two?",
+             "is its code available?"]
+    result = facts("chat", "-c", "facts", "--json", input="\n".join(turns) + "\n")
+    assert result.exit_code == 0, result.output
+    second = [json.loads(line) for line in result.stdout.splitlines() if line.strip()][1]
+    assert [c["paper_id"] for c in second["citations"]] == ["norm1"]
+    assert "its abstract does not say (it does not mention code" in second["answer"]

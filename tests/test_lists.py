@@ -249,3 +249,45 @@ def test_a_list_topic_keeps_what_the_papers_do(question, topic):
     from ragqa.retrieval.question import topic_of
 
     assert topic_of(question) == topic
+
+
+CODE_MIXING = [
+    ("mix-1", "Sentiment analysis of code-mixed Hindi-English tweets",
+     "Bilingual speakers often code-mix on social media. We release a corpus of 12,000 "
+     "code-mixed Hindi-English tweets labelled for sentiment and show that multilingual "
+     "transformers fine-tuned on it outperform monolingual baselines."),
+    ("mix-2", "Code-mixing as data augmentation for multilingual named entity recognition",
+     "We generate synthetic code-mixed sentences by replacing entity mentions and phrases with "
+     "their translations, and show that code-mixing improves cross-lingual entity recognition "
+     "in low-resource languages."),
+]
+SOURCE_CODE = [
+    ("code-1", "Neural code search with contrastive pretraining",
+     "We pretrain a transformer on pairs of source code functions and their documentation, and "
+     "retrieve code snippets for natural-language queries. The model mixes token and syntax "
+     "tree features and improves code search on six programming languages."),
+    ("code-2", "Learning to repair bugs in Python code",
+     "We train a sequence-to-sequence model that edits buggy Python code into fixed code, "
+     "mixing real commits with synthetic bugs, and fix 40% of the bugs of a new benchmark."),
+    ("code-3", "Summarizing source code with graph neural networks",
+     "Code summarization writes a natural-language description of a function. We encode the "
+     "abstract syntax tree and the data flow of the code with a graph network that mixes "
+     "local and global context."),
+]
+
+
+def test_a_hyphenated_compound_that_is_the_topic_is_read_as_one_term(seeded, tmp_path):
+    """issue 45: "code-mixing" asked alone lists the papers that write "code-mixing", not
+    every paper about source code (which holds "code", and here "mix" too); a question that
+    describes its topic keeps the words apart (the rest of it gives their sense)."""
+    extra = tmp_path / "code.jsonl"
+    extra.write_text("".join(json.dumps({"id": pid, "title": title, "abstract": text}) + "\n"
+                             for pid, title, text in CODE_MIXING + SOURCE_CODE))
+    assert seeded("ingest", str(extra), "--quiet").exit_code == 0
+    for question in ["code-mixing", "papers on code-mixing", "code-mixed text"]:
+        core = {r["paper_id"] for r in _listed(seeded, question) if r["tier"] == "core"}
+        assert core == {"mix-1", "mix-2"}, question
+    described = ("Which papers apply neural networks to source code, such as code-related "
+                 "search, repair or summarization?")
+    listed_ids = {r["paper_id"] for r in _listed(seeded, described)}
+    assert {"code-1", "code-2", "code-3"} <= listed_ids

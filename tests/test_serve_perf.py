@@ -147,6 +147,42 @@ def test_best_sentences_are_the_same_from_a_snapshot_that_keeps_no_sentence_term
         plain.close()
 
 
+def test_sentences_another_splitter_cut_are_not_used_and_the_next_ingest_rebuilds(
+        core, seeded, tmp_path):
+    """issue 46: a snapshot records the splitter that cut its sentences; one cut by another
+    (the regular expression before sentencex) is read as keeping none, and the next ingest
+    writes a whole new snapshot rather than copying its rows."""
+    from ragqa.index import lexical
+    from ragqa.index.lexical import LexicalIndex
+    from ragqa.text import sentence_splitter, split_sentences
+
+    index = core.retriever().lexical
+    assert lexical.splitter_of(index.folder) == sentence_splitter()
+    (index.folder / lexical.SENTENCES).write_text("regex", encoding="utf-8")
+    with sqlite3.connect(index.folder / "papers.sqlite") as db:  # what that splitter kept
+        db.execute("UPDATE papers SET sentence_terms = 'stale'")
+    assert not lexical.up_to_date(index.folder)
+    stale = LexicalIndex(index.folder, index.fingerprint)
+    try:
+        assert stale.sentence_terms([0, 1]) == [None, None]
+    finally:
+        stale.close()
+    source = tmp_path / "one.jsonl"
+    source.write_text(json.dumps({"id": "split-1", "title": "Splitting",
+                                  "text": "We follow Smith et al. (2020). See Fig. 3 here."})
+                      + "\n", encoding="utf-8")
+    assert seeded("ingest", str(source), "--quiet").exit_code == 0
+    rebuilt = core.retriever().lexical
+    assert rebuilt.folder != index.folder and lexical.up_to_date(rebuilt.folder)
+    row = rebuilt.index_of("split-1")
+    assert rebuilt.sentence_terms([row]) == [[lexical.terms(s) for s in split_sentences(
+        "We follow Smith et al. (2020). See Fig. 3 here.")]]
+    assert len(rebuilt.sentence_terms([row])[0]) == 2
+    papers = rebuilt.papers_by_index([0, 1])
+    assert rebuilt.sentence_terms([0, 1]) == [  # rebuilt, not copied
+        [lexical.terms(s) for s in split_sentences(p.text)] for p in papers]
+
+
 def test_a_best_sentence_may_come_from_any_chunk_of_a_long_abstract(core, seeded, tmp_path):
     filler = " ".join(f"Octopus arm segment {i} bends under load in shallow water." for i in
                       range(40))

@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
-from ragqa.answering.facts import answer_span, asks_for_fact, fact_scores, sentence_signals
+from ragqa.answering.facts import (
+    answer_span,
+    asks_for_fact,
+    fact_scores,
+    not_stated,
+    sentence_signals,
+)
 from ragqa.answering.followups import Resolution, property_phrase, selected
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
@@ -484,7 +490,11 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         line = "- **{title}**: {sentence} [{n}]"
         joiner = "\n"
     else:
-        quoted = [(hits[i - 1], sentence) for i, sentence in _fact_sentences(query, hits)]
+        chosen = _fact_sentences(query, hits)
+        missing = not_stated(query, hits[chosen[0][0] - 1].paper.text) if chosen else None
+        if missing:
+            return unstated_answer(hits[chosen[0][0] - 1], missing, language)
+        quoted = [(hits[i - 1], sentence) for i, sentence in chosen]
         citations = []
         lines = quote_lines(quoted, "> {sentence} [{n}]", citations, question=query)
         return CheckedText("\n\n".join(lines), citations, 0)
@@ -573,6 +583,12 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
                                    topic=shown_topic(topic_of(query), language)), [], 0)
     citations, lines = [], []
     for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
+        missing = None if contribution or selecting else not_stated(query, hit.paper.text)
+        if missing:
+            citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source))
+            lines.append(f"> **{hit.paper.title}**: "
+                         f"{message(f'answer.unstated_line.{missing}', language)} [{n}]")
+            continue
         chosen = (contribution_sentence(hit.paper.text) if contribution else None) \
             or _best_read_sentence(query, hit.paper.text)
         sentence = strip_marks(chosen)
@@ -611,10 +627,30 @@ def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarr
     return scores
 
 
+def unstated_answer(hit: Hit, missing: str, language: str) -> CheckedText:
+    """The paper the question is about, cited, and that its abstract does not say what is
+    asked (`missing`: facts.not_stated's "figure" or "code"): not its nearest sentence, which
+    would read as an answer."""
+    citation = Citation(1, hit.paper.paper_id, hit.paper.title, hit.paper.source)
+    return CheckedText(message(f"answer.unstated.{missing}", language, title=hit.paper.title)
+                       + " [1]", [citation], 0)
+
+
 def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:
     """The sentences most likely to hold the asked-for fact, best first, from the top papers:
     each sentence scored by what the question asks for and the cross-encoder's reading
     (facts.py), the READ_SENTENCES best by word overlap and those signals read by it."""
+    read = read_fact_sentences(question, hits)
+    if not read:
+        return []
+    best = max(score for score, _, _ in read)
+    order = sorted(range(len(read)), key=lambda i: -read[i][0])[:most]
+    return [(read[i][1], read[i][2]) for i in order if read[i][0] >= best - NEAR_BEST]
+
+
+def read_fact_sentences(question: str, hits: Sequence[Hit]) -> list[tuple[float, int, str]]:
+    """(reading score, hit number, sentence) of the READ_SENTENCES sentences of the top papers
+    that their signals and word overlap put first, read by the cross-encoder."""
     # A question that names a system ("What does CEITNet propose?") is about the papers that
     # name it, which the relevance cut puts first.
     named = sum(h.named for h in hits[:3])
@@ -632,9 +668,7 @@ def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[t
     read = fact_scores(np.array([c[3] for c in candidates]), cross_encoder().score(
         question, [strip_marks(c[2]) for c in candidates]))
     read += np.array([PAPER_PRIOR * (c[1] == 1) for c in candidates])
-    best = read.max()
-    order = np.argsort(-read)[:most]
-    return [(candidates[i][1], candidates[i][2]) for i in order if read[i] >= best - NEAR_BEST]
+    return [(float(r), c[1], c[2]) for r, c in zip(read, candidates, strict=True)]
 
 
 def _best_read_sentence(question: str, text: str) -> str:

@@ -102,6 +102,32 @@ def asked(question: str) -> set[str]:
     return {kind for kind, pattern in ASKS.items() if pattern.search(question)}
 
 
+# Any number, in digits or in words: an abstract without one states no figure.
+_ANY_NUMBER = re.compile(rf"\d|\b(?:{_NUMBER_WORDS[3:-1]}|dozens?|hundreds|thousands|millions?|"
+                         r"billions?|double|triple|fold|magnitudes?|quarter|thirds?|"
+                         r"tenfold|hundredfold)\b", re.IGNORECASE)
+# A question about a paper's code, and an abstract that says where it is or that it is out.
+_ASKS_CODE = re.compile(r"\b(?:code|github|open[- ]?source\w*|implementations?)\b",
+                        re.IGNORECASE)
+_STATES_CODE = re.compile(r"\b(?:code|github|gitlab|open[- ]?source\w*|implementations?|"
+                          r"(?:publicly |freely )?available|released?|releasing)\b|https?://|www\.",
+                          re.IGNORECASE)
+
+
+def not_stated(question: str, abstract: str) -> str | None:
+    """What the question asks that the abstract cannot hold, if anything: "figure" (an
+    abstract with no number at all) or "code" (one that never mentions code, a link or a
+    release). Issue 46: "the abstract does not say", not its nearest sentence. Set on the
+    calibrate half of bench/reading/unstated_blind.jsonl (bench/reading/unstated.py): how well
+    a sentence reads as the answer did not tell stated from unstated there (balanced accuracy
+    0.56), while an abstract with no number holds no figure whatever the question."""
+    if "quantity" in asked(question) and not _ANY_NUMBER.search(abstract):
+        return "figure"
+    if _ASKS_CODE.search(question) and not _STATES_CODE.search(abstract):
+        return "code"
+    return None
+
+
 def asks_for_fact(question: str) -> bool:
     """Whether a question asks for a fact (a figure, a comparison, a condition, a dataset, what
     is proposed) rather than for papers."""

@@ -35,6 +35,12 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                             "other": "Less certain, {count} more papers:"},
         "label.folded": {"one": "1 more, less certain", "other": "{count} more, less certain"},
         "answer.none_referred": "None of the papers it refers to addresses “{topic}”.",
+        "answer.unstated.figure": "The abstract of **{title}** does not say: it gives no figure.",
+        "answer.unstated.code": "The abstract of **{title}** does not say: it does not mention "
+                                "code, a link or a release.",
+        "answer.unstated_line.figure": "its abstract does not say (it gives no figure).",
+        "answer.unstated_line.code": "its abstract does not say (it does not mention code, a "
+                                     "link or a release).",
         "answer.closest_referred": "None of the papers it refers to writes “{topic}” in those "
                                    "words; the one that reads closest:",
         "answer.abstained": "None of the retrieved papers answers this question: the model found "
@@ -133,6 +139,10 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.unfolded": {"other": "把握较小的另外 {count} 篇论文："},
         "label.folded": {"other": "另外 {count} 篇，把握较小"},
         "answer.none_referred": "所指的论文中，没有一篇涉及“{topic}”。",
+        "answer.unstated.figure": "**{title}** 的摘要没有说明这一点：其中没有给出任何数字。",
+        "answer.unstated.code": "**{title}** 的摘要没有说明这一点：其中没有提到代码、链接或发布。",
+        "answer.unstated_line.figure": "摘要没有说明这一点（其中没有给出任何数字）。",
+        "answer.unstated_line.code": "摘要没有说明这一点（其中没有提到代码、链接或发布）。",
         "answer.closest_referred": "所指的论文中，没有一篇直接写到“{topic}”；读来最接近的是：",
         "answer.abstained": "检索到的论文都无法回答这个问题：模型在其中找不到能支持回答的内容。",
         "answer.cited_nothing": "模型的回答没有引用任何检索到的论文，这些论文中也没有句子支持它，"

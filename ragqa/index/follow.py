@@ -122,7 +122,7 @@ def _follow_locked(store: Store, folder: Path,
                 _apply(store, base, touched, known_terms, _state(marker, record_ids))
                 return "updated"
             except SnapshotError:
-                if lexical.keeps_counts(base.folder):
+                if lexical.up_to_date(base.folder):
                     raise  # the disk, not the snapshot's age
         rebuild_snapshot(store, known_terms, _state(marker, record_ids))
         return "rebuilt"

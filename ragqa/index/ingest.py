@@ -33,7 +33,7 @@ from ragqa.models import Encoder
 from ragqa.models.encoders import make_multilingual_encoder
 from ragqa.sources import ReadReport, read_sources
 from ragqa.sources.paper import Paper
-from ragqa.text import split_sentences
+from ragqa.text import chunk_pieces
 
 if TYPE_CHECKING:
     import numpy as np
@@ -205,7 +205,7 @@ def make_chunker(encoder: Encoder, settings: Settings) -> Callable[[Paper], list
             return [paper.text]
         # A very long title must not leave chunks too small to say anything.
         size = max(settings.chunk_tokens - prefix, settings.chunk_tokens // 2)
-        counted = [piece for sentence in split_sentences(paper.text)
+        counted = [piece for sentence in chunk_pieces(paper.text)
                    for piece in _fit(sentence, encoder.count_tokens(sentence), size,
                                      encoder.count_tokens)]
         return pack([p for p, _ in counted], [n for _, n in counted], size,

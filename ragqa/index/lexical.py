@@ -31,9 +31,11 @@ from ragqa.errors import SnapshotError, disk_full_error
 from ragqa.index.bm25 import COUNTS, TermMatrix
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import split_categories
-from ragqa.text import split_sentences
+from ragqa.text import sentence_splitter, split_sentences
 
 CURRENT = "CURRENT"
+# Names the splitter that cut the snapshot's sentences (their terms are only good for it).
+SENTENCES = "SENTENCES"
 # A query stem no paper uses is matched to words that extend it by at most MAX_EXTENSION
 # letters ("molecul" -> "molecular"), if it has MIN_EXTENDED_STEM letters or more.
 MIN_EXTENDED_STEM = 5
@@ -83,6 +85,15 @@ def paper_mark(content_hash: str, source: str, line: int) -> str:
 
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default token pattern
+# A hyphenated compound ("code-mixing", "self-supervised"): in a list question, one term whose
+# papers write its parts side by side (a phrase), not its parts alone, so that "code-mixing"
+# does not match every paper about source code (issue 45: a word's sense from its compound).
+_COMPOUND = re.compile(r"(?u)\b\w+(?:-\w+)+\b")
+# Papers read at most to find a phrase's (those holding all its parts; ~0.2 s per 1,000 the
+# first time in a snapshot): beyond it, the parts stay apart.
+MAX_PHRASE_CANDIDATES = 5_000
+_PUNCTUATION = re.compile(r"[^\w\s-]+")
+MAX_KEPT_PHRASES = 1_000
 
 
 @functools.lru_cache(maxsize=1)
@@ -114,6 +125,11 @@ def terms(text: str, query: bool = False) -> list[str]:
         kept = [t for t in stems if t not in _query_stopwords()]
         return kept or stems
     return stems
+
+
+def plain_terms(query_terms: Iterable[str]) -> list[str]:
+    """Query terms with each phrase term ("code mix", see _COMPOUND) as its words."""
+    return [word for term in query_terms for word in term.split(" ")]
 
 
 def paper_document(paper: Paper) -> str:
@@ -172,6 +188,10 @@ class LexicalIndex:
         # Rows' terms worked out for query expansion, kept: the same papers come back as
         # feedback for many questions (a server's), and tokenising them is the slow part.
         self._row_terms: dict[int, list[str]] = {}
+        # The sentences' terms it keeps are used only if today's splitter cut them.
+        self._sentences_kept = splitter_of(folder) == sentence_splitter()
+        # A phrase term's (rows, BM25 scores), found once per snapshot (see _phrase_postings).
+        self._phrases: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -194,9 +214,11 @@ class LexicalIndex:
 
     def sentence_terms(self, indices: Sequence[int]) -> list[list[list[str]] | None]:
         """Each paper's sentences' terms (by row), as `document_terms` worked them out; None
-        for every row of a snapshot written before they were kept."""
+        for every row of a snapshot written before they were kept, or cut by another splitter."""
         if not indices:
             return []
+        if not self._sentences_kept:
+            return [None] * len(indices)
         marks = ",".join("?" * len(indices))
         try:
             rows = dict(self._db.execute(
@@ -283,7 +305,28 @@ class LexicalIndex:
         out: list[str] = []
         for term in terms(query, query=True):
             out.extend(self.forms(term) if extend else [term])
-        return out  # a word the question repeats weighs more, as BM25 has it
+        # a word the question repeats weighs more, as BM25 has it
+        return self._with_phrases(query, out) if extend else out
+
+    def _with_phrases(self, query: str, query_terms: list[str]) -> list[str]:
+        """The query's terms with a hyphenated compound that the collection writes as one
+        phrase term ("code mix") in place of its parts (see _COMPOUND), when it is the topic:
+        at least half the query's terms. In a longer question the rest of it gives the words
+        their sense (bench/lists/tiers.py: sense questions' core precision 0.93 without
+        phrases), and phrases there cost more precision than they gave (bench/README.md,
+        session 23)."""
+        for match in _COMPOUND.finditer(query):
+            parts = terms(match.group().replace("-", " "))
+            if len(set(parts)) < 2 or not all(p in query_terms for p in parts) \
+                    or 2 * len(parts) < len(query_terms):
+                continue
+            phrase = " ".join(parts)
+            if not self._df(phrase):
+                continue
+            query_terms[query_terms.index(parts[0])] = phrase
+            for part in parts[1:]:
+                query_terms.remove(part)
+        return query_terms
 
     def forms(self, stem: str) -> list[str]:
         """A stemmed term as this collection writes it: itself, or, when no paper uses it, the
@@ -295,11 +338,60 @@ class LexicalIndex:
         return self._df(term)
 
     def _df(self, term: str) -> int:
+        if " " in term:
+            return len(self._phrase_postings(term)[0])
         tid = self._bm25.vocab_dict.get(term) if self._bm25 else None
         if tid is None:
             return 0
         indptr = self._bm25.scores["indptr"]
         return int(indptr[tid + 1] - indptr[tid])
+
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(the rows holding a term, ascending; its BM25 score in each): a word's from the
+        index, a phrase's found (`_phrase_postings`)."""
+        if " " in term:
+            return self._phrase_postings(term)
+        tid = self._bm25.vocab_dict.get(term) if self._bm25 else None
+        if tid is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores = self._bm25.scores
+        span = slice(scores["indptr"][tid], scores["indptr"][tid + 1])
+        return scores["indices"][span], scores["data"][span]
+
+    def _phrase_postings(self, phrase: str) -> tuple[np.ndarray, np.ndarray]:
+        """A phrase term's papers (those that write its words in a row, stop words aside, with
+        no punctuation mark between them) and their BM25 scores: what its words score there.
+        The phrase counts as its words where they stand together and not elsewhere, so that
+        every BM25 share keeps its scale (`idf` gives it its words' idf)."""
+        found = self._phrases.get(phrase)
+        if found is not None:
+            return found
+        parts = phrase.split(" ")
+        postings = [self._postings(part) for part in parts]
+        common = functools.reduce(np.intersect1d, [rows for rows, _ in postings])
+        rows = np.zeros(0, dtype=np.int64)
+        if 0 < len(common) <= MAX_PHRASE_CANDIDATES:
+            rows = np.asarray([row for row, lines in zip(common, self._lines_of(common),
+                                                         strict=True)
+                               if any(_holds_run(line, parts) for line in lines)],
+                              dtype=np.int64)
+        scores = np.zeros(len(rows), dtype=np.float32)
+        for part_rows, data in postings:
+            scores += data[np.searchsorted(part_rows, rows)]
+        found = (rows, scores)
+        if len(self._phrases) > MAX_KEPT_PHRASES:
+            self._phrases.clear()
+        self._phrases[phrase] = found
+        return found
+
+    def _lines_of(self, rows: np.ndarray) -> list[list[list[str]]]:
+        """Each row's document as the terms of its runs between punctuation marks (a hyphen
+        is none): "code, mixing" holds no phrase "code mix"."""
+        out: list[list[list[str]]] = []
+        for start in range(0, len(rows), 900):
+            for paper in self.papers_by_index([int(r) for r in rows[start:start + 900]]):
+                out.append([terms(run) for run in _PUNCTUATION.split(paper_document(paper))])
+        return out
 
     def _extensions(self, stem: str, most: int = 2) -> list[str]:
         if len(stem) < MIN_EXTENDED_STEM or not self._bm25:
@@ -322,7 +414,11 @@ class LexicalIndex:
         query_terms = self.query_terms(query, extend)
         if not self._bm25 or not query_terms:  # only stop words: nothing for BM25 to match
             return []
-        scores = self._bm25.get_scores(query_terms)
+        words = [t for t in query_terms if " " not in t]
+        scores = self._bm25.get_scores(words) if words else np.zeros(self.size, np.float32)
+        for phrase in (t for t in query_terms if " " in t):
+            rows, data = self._postings(phrase)
+            scores[rows] += data
         if allowed is not None:
             mask = np.zeros_like(scores)
             mask[allowed] = 1.0
@@ -331,7 +427,6 @@ class LexicalIndex:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top])]
         return [(int(i), float(scores[i])) for i in top if scores[i] > 0]
-
 
     def index_of(self, paper_id: str) -> int | None:
         return self._index_of.get(paper_id)
@@ -351,12 +446,8 @@ class LexicalIndex:
             return out
         rows = np.full(self.size, -1, dtype=np.int64)
         rows[np.asarray(indices, dtype=np.int64)] = np.arange(len(indices))
-        scores = self._bm25.scores
         for term, weight in idf.items():
-            tid = self._bm25.vocab_dict.get(term)
-            if tid is None:
-                continue
-            found = rows[scores["indices"][scores["indptr"][tid]:scores["indptr"][tid + 1]]]
+            found = rows[self._postings(term)[0]]
             out[found[found >= 0]] += weight
         return out / total
 
@@ -367,13 +458,9 @@ class LexicalIndex:
         out = np.zeros(self.size, dtype=np.float32)
         if not self._bm25:
             return out
-        scores = self._bm25.scores
         for term, weight in weights.items():
-            tid = self._bm25.vocab_dict.get(term)
-            if tid is None:
-                continue
-            span = slice(scores["indptr"][tid], scores["indptr"][tid + 1])
-            out[scores["indices"][span]] += weight * scores["data"][span]
+            rows, data = self._postings(term)
+            out[rows] += weight * data
         if allowed is not None:
             mask = np.zeros(self.size, dtype=bool)
             mask[allowed] = True
@@ -410,9 +497,19 @@ class LexicalIndex:
         n = max(self.size, 1)
         out = {}
         for term in terms:
+            if " " in term:  # a phrase weighs as its words (_phrase_postings)
+                out[term] = sum(self.idf(term.split(" ")).values())
+                continue
             df = self._df(term)
             out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
         return out
+
+
+def _holds_run(words: Sequence[str], run: Sequence[str]) -> bool:
+    """Whether `run` occurs in `words` as consecutive items."""
+    width = len(run)
+    return any(words[i:i + width] == run for i in range(len(words) - width + 1)
+               if words[i] == run[0])
 
 
 def _like_prefix(prefix: str) -> str:
@@ -464,11 +561,13 @@ def update_snapshot(base: LexicalIndex, removed: Set[str], added: Sequence[Paper
     """A new snapshot that is `base` less the `removed` papers plus the `added` ones (a paper
     replaced is in both), written without working out the other papers' terms again: their
     rows are copied and the BM25 scores recomputed from the kept term counts (bm25.py). Raises
-    SnapshotError if `base` keeps no term counts (written by an older ragqa): rebuild instead.
+    SnapshotError if `base` keeps no term counts or its sentences were cut by another splitter
+    (written by an older ragqa): rebuild instead.
     `background` replaces base's sample (None: keep it)."""
-    matrix = TermMatrix.load(base.folder) if keeps_counts(base.folder) else None
+    matrix = TermMatrix.load(base.folder) if up_to_date(base.folder) else None
     if matrix is None or matrix.rows != base.size:
-        raise SnapshotError(f"the BM25 index in {base.folder} keeps no term counts")
+        raise SnapshotError(f"the BM25 index in {base.folder} keeps no term counts or "
+                            "sentences of this splitter")
     known_terms = known_terms or {}
     gone = np.asarray(sorted({base.index_of(pid) for pid in removed} - {None}), dtype=np.int64)
     size = base.size - len(gone)
@@ -503,6 +602,20 @@ def keeps_counts(folder: Path) -> bool:
     """Whether a snapshot keeps its term counts (one written before the journal does not: a
     full rebuild replaces it)."""
     return (folder / COUNTS).is_file()
+
+
+def up_to_date(folder: Path) -> bool:
+    """Whether a snapshot can be updated in place: it keeps its term counts and its sentences
+    were cut by today's splitter (else a full rebuild replaces it)."""
+    return keeps_counts(folder) and splitter_of(folder) == sentence_splitter()
+
+
+def splitter_of(folder: Path) -> str | None:
+    """The splitter that cut a snapshot's sentences (None: one before it was recorded)."""
+    try:
+        return (folder / SENTENCES).read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def _new_snapshot(folder: Path, fp: str, size: int, fill, state: Mapping[str, object] | None
@@ -579,6 +692,7 @@ def _insert_rows(db: sqlite3.Connection, papers: Sequence[Paper],
 
 def _write_index(work: Path, counts: TermMatrix) -> None:
     counts.save(work)
+    (work / SENTENCES).write_text(sentence_splitter(), encoding="utf-8")
     if counts.rows:
         counts.bm25().save(str(work / "bm25"))
 
