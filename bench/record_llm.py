@@ -9,7 +9,10 @@ which request it belongs to) and the prompt itself. tests/helpers/llm_server.py 
 serves them back in CI, where the real model never runs.
 
     bench/local_llm.sh serve
-    OPENAI_BASE_URL=http://127.0.0.1:8088/v1 python bench/record_llm.py [--only ask_list ...]
+    OPENAI_BASE_URL=http://127.0.0.1:8088/v1 RAGQA_LLM_MODEL=qwen2.5-coder-1.5b-instruct-q4_k_m \
+        python bench/record_llm.py [--only ask_list ...]
+
+(RAGQA_LLM_MODEL is the name the fixtures record as the model: set it to the served one.)
 
 It ingests the seeds into a temporary data folder and records: `ask` for a list question, a fact
 question and a topic no seed covers, each streamed and not; a chat follow-up (`condense`); a

@@ -6,7 +6,6 @@ rich."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from typing import Any
@@ -44,13 +43,13 @@ def clean_question(text: str) -> str:
     return " ".join(safe(text).split())
 
 
-@functools.cache
-def sentence_splitter() -> str:
-    """What cuts sentences, by name and version: a snapshot records it (the terms of the
-    sentences it keeps are only good for the splitter that cut them)."""
-    from importlib.metadata import version
+# What cuts sentences: a snapshot records it, since the terms of the sentences it keeps are only
+# good for the splitter that cut them. Change it with _CONTINUES or sentencex's pin.
+SENTENCE_SPLITTER = "sentencex 1.0.32; a plain lower-case word continues (1)"
 
-    return f"sentencex {version('sentencex')}; lower-case pieces continue"
+
+def sentence_splitter() -> str:
+    return SENTENCE_SPLITTER
 
 
 # Where a long abstract's chunks may be cut: after . ! or ? and a space, before what starts a
@@ -65,9 +64,11 @@ def chunk_pieces(text: str) -> list[str]:
     return [s.strip() for s in _CHUNK_CUT.split(text) if s.strip()]
 
 
-# A piece that starts with a lower-case letter goes on the sentence before it: in abstracts it
-# follows a stray full stop (scanned papers' "it. is", a typo's "algorithm. called").
-_CONTINUES = re.compile(r"\s*[a-z]")
+# A piece that starts with a plain lower-case word goes on the sentence before it: in abstracts
+# it follows a stray full stop (scanned papers' "it. is", a typo's "algorithm. called"). A name
+# that starts in lower case ("k-means", "t-SNE", "mBERT", "word2vec", "iPhone") starts a
+# sentence of its own.
+_CONTINUES = re.compile(r"\s*[a-z]+(?![\w-])")
 
 
 def split_sentences(text: str) -> list[str]:

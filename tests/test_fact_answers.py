@@ -164,3 +164,23 @@ def test_what_the_abstract_says_is_quoted_and_a_follow_up_says_what_it_does_not(
     second = [json.loads(line) for line in result.stdout.splitlines() if line.strip()][1]
     assert [c["paper_id"] for c in second["citations"]] == ["norm1"]
     assert "its abstract does not say (it does not mention code" in second["answer"]
+
+
+@pytest.mark.parametrize(("question", "document", "missing"), [
+    ("How many parameters does X have?", "X: a parser. It parses well.", "figure"),
+    # a figure in words, or in the title, is a figure
+    ("How much faster is X?", "X is fivefold faster than Y.", None),
+    ("How much faster is X?", "X: 10x faster parsing\nWe propose X.", None),
+    ("How many layers does X use?", "X uses a single layer.", None),
+    # words may answer "how well" or "what rate": not asked for a figure
+    ("How well does X perform?", "X performs well.", None),
+    ("What convergence rate does X reach?", "X converges fast.", None),
+    # code as a topic is not code released
+    ("Which code generation benchmarks does X use?", "X writes programs.", None),
+    ("Is the code of X released?", "X writes programs.", "code"),
+    ("Where is X's implementation?", "X is shared upon request.", None),
+])
+def test_not_stated_reads_what_is_asked_not_its_words(question, document, missing):
+    from ragqa.answering.facts import not_stated
+
+    assert not_stated(question, document) == missing

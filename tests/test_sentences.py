@@ -34,22 +34,36 @@ def test_abbreviations_decimals_and_chinese_full_stops_are_read_right(text, sent
 
 
 def test_every_sentence_is_an_exact_part_of_the_text_in_order():
-    text = "A  first sentence.\nSecond one   here!  Third?\n\nFourth (e.g. this). Fifth"
-    sentences = split_sentences(text)
-    assert sentences == ["A  first sentence.", "Second one   here!", "Third?",
-                         "Fourth (e.g. this).", "Fifth"]
-    at = 0
-    for sentence in sentences:
-        at = text.index(sentence, at) + len(sentence)
+    """Quotes are checked against the abstract: every sentence must be found in it as cut."""
+    texts = [r["text"] for r in map(json.loads, (GOLD / "abstracts.jsonl").read_text(
+        encoding="utf-8").splitlines())]
+    texts += ["A  first sentence.\nSecond one   here!  Third?\n\nFourth (e.g. this). Fifth",
+              "本文研究语音模型。We also test English.\n\n结果很好！", "   ", ""]
+    for text in texts:
+        at = 0
+        for sentence in split_sentences(text):
+            assert sentence == sentence.strip() and sentence
+            found = text.find(sentence, at)
+            assert found >= 0, sentence
+            at = found + len(sentence)
+        assert "".join("".join(split_sentences(text)).split()) == "".join(text.split())
+
+
+@pytest.mark.parametrize("text", [
+    "We use k-means. t-SNE shows clusters. mBERT is strong. word2vec works. iPhone data helps.",
+])
+def test_a_name_that_starts_in_lower_case_starts_a_sentence(text):
+    assert split_sentences(text) == ["We use k-means.", "t-SNE shows clusters.",
+                                     "mBERT is strong.", "word2vec works.", "iPhone data helps."]
 
 
 def test_abstracts_cut_by_hand_are_cut_the_same():
     """80 mlconf abstracts, 70 of them chosen for periods that may not end a sentence, cut by
-    a helper that never saw a splitter's output: 76 come out exactly so today, 68 did with the
-    regular expression before."""
+    a helper that never saw a splitter's output: 76 come out exactly so (sentencex is pinned),
+    68 did with the regular expression before."""
     texts = {r["id"]: r["text"] for r in map(json.loads, (GOLD / "abstracts.jsonl").read_text(
         encoding="utf-8").splitlines())}
     gold = [json.loads(line) for line in (GOLD / "gold.jsonl").read_text(
         encoding="utf-8").splitlines()]
     same = [split_sentences(texts[g["id"]]) == g["sentences"] for g in gold]
-    assert len(same) == 80 and sum(same) >= 72
+    assert len(same) == 80 and sum(same) >= 76

@@ -491,9 +491,11 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         joiner = "\n"
     else:
         chosen = _fact_sentences(query, hits)
-        missing = not_stated(query, hits[chosen[0][0] - 1].paper.text) if chosen else None
-        if missing:
-            return unstated_answer(hits[chosen[0][0] - 1], missing, language)
+        # Said only when no paper quoted could hold it (the second may hold the figure).
+        missing = {not_stated(query, lexical.paper_document(hits[i - 1].paper))
+                   for i, _ in chosen}
+        if chosen and None not in missing:
+            return unstated_answer(hits[chosen[0][0] - 1], missing.pop(), language)
         quoted = [(hits[i - 1], sentence) for i, sentence in chosen]
         citations = []
         lines = quote_lines(quoted, "> {sentence} [{n}]", citations, question=query)
@@ -583,7 +585,8 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
                                    topic=shown_topic(topic_of(query), language)), [], 0)
     citations, lines = [], []
     for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
-        missing = None if contribution or selecting else not_stated(query, hit.paper.text)
+        missing = None if contribution or selecting else \
+            not_stated(query, lexical.paper_document(hit.paper))
         if missing:
             citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source))
             lines.append(f"> **{hit.paper.title}**: "

@@ -102,28 +102,43 @@ def asked(question: str) -> set[str]:
     return {kind for kind, pattern in ASKS.items() if pattern.search(question)}
 
 
-# Any number, in digits or in words: an abstract without one states no figure.
-_ANY_NUMBER = re.compile(rf"\d|\b(?:{_NUMBER_WORDS[3:-1]}|dozens?|hundreds|thousands|millions?|"
-                         r"billions?|double|triple|fold|magnitudes?|quarter|thirds?|"
-                         r"tenfold|hundredfold)\b", re.IGNORECASE)
-# A question about a paper's code, and an abstract that says where it is or that it is out.
-_ASKS_CODE = re.compile(r"\b(?:code|github|open[- ]?source\w*|implementations?)\b",
-                        re.IGNORECASE)
-_STATES_CODE = re.compile(r"\b(?:code|github|gitlab|open[- ]?source\w*|implementations?|"
-                          r"(?:publicly |freely )?available|released?|releasing)\b|https?://|www\.",
+# A question that asks for a figure (not "how well", "what rate": words may answer those).
+_ASKS_FIGURE = re.compile(r"\b(?:how (?:many|much)|by how|how (?:large|big|small|fast|long)\b"
+                          r"|what (?:percentage|number|fraction|proportion|share) of)\b",
                           re.IGNORECASE)
+# Any number, in digits or in words: a text without one states no figure.
+_ANY_NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+                         r"twelve|\w+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+                         r"hundreds?|thousands?|millions?|billions?|dozens?|half|halv\w*|"
+                         r"twice|double\w*|triple\w*|\w*fold|single|magnitudes?|quarters?|"
+                         r"thirds?|linear\w*|quadratic\w*|exponential\w*|logarithmic\w*|"
+                         r"several|few)\b", re.IGNORECASE)
+# A question whether or where a paper's code (or model) is out, and a text that says it is, or
+# how to get it.
+_ASKS_RELEASE = re.compile(
+    r"\b(?:open[- ]?sourced?|github|gitlab|repositor(?:y|ies))\b"
+    r"|\b(?:code|implementation|model|weights|tool)s?\b[^.?!]{0,80}\b(?:released?|available|"
+    r"public(?:ly)?|download\w*|provided?|shared?|access\w*|online)\b"
+    r"|\b(?:release[sd]?|releasing|publish\w*|provide[sd]?|share[sd]?|download\w*|get)\b"
+    r"[^.?!]{0,80}\b(?:code|implementation)s?\b"
+    r"|\bwhere\b[^.?!]{0,30}\b(?:code|implementation)s?\b", re.IGNORECASE)
+_STATES_RELEASE = re.compile(
+    r"\b(?:code|github|gitlab|open[- ]?source\w*|implementations?|repositor(?:y|ies)|pypi|"
+    r"(?:publicly |freely )?available|released?|releasing|upon request|pip install)\b"
+    r"|https?://|www\.", re.IGNORECASE)
 
 
-def not_stated(question: str, abstract: str) -> str | None:
-    """What the question asks that the abstract cannot hold, if anything: "figure" (an
-    abstract with no number at all) or "code" (one that never mentions code, a link or a
-    release). Issue 46: "the abstract does not say", not its nearest sentence. Set on the
+def not_stated(question: str, document: str) -> str | None:
+    """What the question asks that the paper's title and abstract (`document`) cannot hold, if
+    anything: "figure" (a figure asked of a text with no number at all, in digits or words) or
+    "code" (whether or where its code is out, asked of a text that never mentions code, a link
+    or a release). Issue 46: "the abstract does not say", not its nearest sentence. Set on the
     calibrate half of bench/reading/unstated_blind.jsonl (bench/reading/unstated.py): how well
     a sentence reads as the answer did not tell stated from unstated there (balanced accuracy
-    0.56), while an abstract with no number holds no figure whatever the question."""
-    if "quantity" in asked(question) and not _ANY_NUMBER.search(abstract):
+    0.56), while a text with no number holds no figure whatever the question."""
+    if _ASKS_FIGURE.search(question) and not _ANY_NUMBER.search(document):
         return "figure"
-    if _ASKS_CODE.search(question) and not _STATES_CODE.search(abstract):
+    if _ASKS_RELEASE.search(question) and not _STATES_RELEASE.search(document):
         return "code"
     return None
 

@@ -89,11 +89,17 @@ _WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s's default token pattern
 # papers write its parts side by side (a phrase), not its parts alone, so that "code-mixing"
 # does not match every paper about source code (issue 45: a word's sense from its compound).
 _COMPOUND = re.compile(r"(?u)\b\w+(?:-\w+)+\b")
+# The dashes a PDF or a word processor writes inside a compound ("code‐mixed"), read as "-".
+_DASHES = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-"})
 # Papers read at most to find a phrase's (those holding all its parts; ~0.2 s per 1,000 the
 # first time in a snapshot): beyond it, the parts stay apart.
 MAX_PHRASE_CANDIDATES = 5_000
+# What ends a run of words for a phrase: any punctuation mark but the hyphen.
 _PUNCTUATION = re.compile(r"[^\w\s-]+")
+# Phrases whose papers a snapshot keeps (a few KB each), then it starts again.
 MAX_KEPT_PHRASES = 1_000
+# Papers read from SQLite at once (below its default limit of variables in one statement).
+SQLITE_BATCH = 900
 
 
 @functools.lru_cache(maxsize=1)
@@ -302,10 +308,9 @@ class LexicalIndex:
         stems to "molecul", which the papers write "molecular"), the stemmer leaving such pairs
         apart. The list decision uses it; claims keep their words as written (SciFact's
         calibration was made without it)."""
-        out: list[str] = []
+        out: list[str] = []  # a word the question repeats weighs more, as BM25 has it
         for term in terms(query, query=True):
             out.extend(self.forms(term) if extend else [term])
-        # a word the question repeats weighs more, as BM25 has it
         return self._with_phrases(query, out) if extend else out
 
     def _with_phrases(self, query: str, query_terms: list[str]) -> list[str]:
@@ -315,10 +320,13 @@ class LexicalIndex:
         their sense (bench/lists/tiers.py: sense questions' core precision 0.93 without
         phrases), and phrases there cost more precision than they gave (bench/README.md,
         session 23)."""
-        for match in _COMPOUND.finditer(query):
+        words = len(query_terms)
+        for match in _COMPOUND.finditer(query.translate(_DASHES)):
             parts = terms(match.group().replace("-", " "))
-            if len(set(parts)) < 2 or not all(p in query_terms for p in parts) \
-                    or 2 * len(parts) < len(query_terms):
+            # Words repeated ("end-to-end") say nothing a phrase would add; a number
+            # ("COVID-19", "GPT-3") is a version whose papers often write the name alone.
+            if len(set(parts)) < 2 or any(p.isdigit() for p in parts) \
+                    or not all(p in query_terms for p in parts) or 2 * len(parts) < words:
                 continue
             phrase = " ".join(parts)
             if not self._df(phrase):
@@ -388,9 +396,11 @@ class LexicalIndex:
         """Each row's document as the terms of its runs between punctuation marks (a hyphen
         is none): "code, mixing" holds no phrase "code mix"."""
         out: list[list[list[str]]] = []
-        for start in range(0, len(rows), 900):
-            for paper in self.papers_by_index([int(r) for r in rows[start:start + 900]]):
-                out.append([terms(run) for run in _PUNCTUATION.split(paper_document(paper))])
+        for start in range(0, len(rows), SQLITE_BATCH):
+            batch = [int(r) for r in rows[start:start + SQLITE_BATCH]]
+            for paper in self.papers_by_index(batch):
+                text = paper_document(paper).translate(_DASHES)
+                out.append([terms(run) for run in _PUNCTUATION.split(text)])
         return out
 
     def _extensions(self, stem: str, most: int = 2) -> list[str]:
@@ -498,7 +508,8 @@ class LexicalIndex:
         out = {}
         for term in terms:
             if " " in term:  # a phrase weighs as its words (_phrase_postings)
-                out[term] = sum(self.idf(term.split(" ")).values())
+                words = term.split(" ")
+                out[term] = sum(self.idf(words)[word] for word in words)
                 continue
             df = self._df(term)
             out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))

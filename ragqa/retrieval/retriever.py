@@ -216,8 +216,8 @@ class Retriever:
         fused = min_max(list(signals["z_best"] + FEEDBACK_BM25_WEIGHT * bm25[pool.rows] / ideal))
         telling = sorted(feedback.weights, key=lambda t: -feedback.weights[t])
         return (pool.hits(fused, similarity, bm25, signals),
-                list(dict.fromkeys([*lexical.plain_terms(query_terms),
-                                    *telling[:space.sentence_feedback_words]])))
+                list(dict.fromkeys(lexical.plain_terms(
+                    [*query_terms, *telling[:space.sentence_feedback_words]]))))
 
     def _claim_candidates(self, query: str, n: int, filters: Filters,
                           allowed: np.ndarray | None) -> tuple[list[Hit], list[str]]:
