@@ -240,8 +240,6 @@ _SPAN_FIGURE = re.compile(
 # The names an evaluation sentence lists: "ACE2004, ACE2005, and GENIA", "Atari 2600".
 _SPAN_NAMES = re.compile(r"[A-Z][\w-]*(?: \d+)?(?:(?:,? and |, )[A-Z][\w-]*(?: \d+)?)*")
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b", re.IGNORECASE)
-# What a count question counts: "How many tasks …" -> "tasks".
-_COUNTED = re.compile(r"\b(?:how many|number of)((?:\s+[A-Za-z][\w-]*){1,3})", re.IGNORECASE)
 _SPAN_CONDITION = re.compile(r"\b(?:as long as|provided (?:that)?|only (?:when|if)|whenever|"
                              r"when|unless|if|in the condition of|under)\b[^,;.]*",
                              re.IGNORECASE)
@@ -250,15 +248,6 @@ _SPAN_METHOD = re.compile(r"\b(?:propose|introduce|present|develop)s?\b\s+([^,;.
 _SPAN_ASSUMPTION = re.compile(r"\bassum\w*\b[^,;.]*", re.IGNORECASE)
 # O(1/√(N)), Õ(d/ε²), Θ(n log n): balanced to two levels of parentheses.
 _SPAN_BOUND = re.compile(r"[OΘΩÕ]\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
-
-
-def _counts_what(question: str, sentence: str, end: int) -> bool:
-    """Whether the figure ending at `end` is followed by a word of what the question counts
-    (its next three words: "how many target languages")."""
-    counted = _COUNTED.search(question)
-    following = re.match(r"\s*([A-Za-z][\w-]*)", sentence[end:])
-    word = lexical.terms(following.group(1)) if following else []
-    return bool(counted and word) and word[0] in lexical.terms(counted.group(1))
 
 
 def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
@@ -274,10 +263,7 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
         # A bare count ("278") answers "how many"; elsewhere it is a part of something else
         # ("the range [0, 100]"), and only a figure with a unit, a decimal or a range is one.
         counts = bool(_COUNT.search(question))
-        candidates = [m for m in figures if counts or not m.group(0).strip().isdigit()]
-        # A count of what is asked first: "278 tasks" for "How many tasks …", not "pass@1".
-        best = next((m for m in candidates if _counts_what(question, sentence, m.end())),
-                    None) or next(iter(candidates), None)
+        best = next((m for m in figures if counts or not m.group(0).strip().isdigit()), None)
         if best:
             return best.start(), best.start() + len(best.group(0).rstrip())
     if "evaluation" in kinds and (evaluates := _EVALUATES.search(sentence)):
