@@ -35,7 +35,7 @@ def test_offline_full_duplex_answer_cites_moshi_rag_and_tau_voice(seeded):
 
 def test_offline_fact_question_quotes_the_figure(seeded):
     answer = _ask(seeded, "How many tasks does τ-Voice evaluate?")
-    assert "278 tasks" in answer["answer"]
+    assert "**278** tasks" in answer["answer"]  # the count of what is asked, in bold
     assert [c["title"] for c in answer["citations"]] == ["τ-Voice"]
     assert "278" in answer["citations"][0]["quote"]
 

@@ -184,3 +184,13 @@ def test_not_stated_reads_what_is_asked_not_its_words(question, document, missin
     from ragqa.answering.facts import not_stated
 
     assert not_stated(question, document) == missing
+
+
+def test_a_count_marks_the_figure_of_what_is_counted_not_the_first_one(seeded):
+    """"How many tasks does τ-Voice evaluate?" marked the "1" of "pass@1" in its sentence; the
+    figure followed by what the question counts ("278 tasks") is the answer."""
+    result = seeded("ask", "How many tasks does τ-Voice evaluate?", "--json")
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout)["citations"][0]
+    start, end = first["answer_span"]
+    assert "pass@1" in first["quote"] and first["quote"][start:end] == "278"

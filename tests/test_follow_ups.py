@@ -183,7 +183,8 @@ def test_function_words_are_not_topic_words(seeded, chat):
                                     "unrelated, but is there anything on protein structure "
                                     "prediction?",
                                     "OK, different question: which of the papers predict "
-                                    "protein structures?"])
+                                    "protein structures?",
+                                    "cool. different q - protein structure prediction?"])
 def test_a_new_topic_put_as_what_about_gets_a_list(chat, switch):
     """"What about X?" after a list asks for the papers on X, all of them; a chat's lead-in
     ("OK, separate question:") is neither the topic nor a name that no paper uses."""

@@ -134,6 +134,11 @@ def test_a_summary_covers_the_papers_of_the_one_tier_list(seeded):
     ("what's there about probabilistic numerics?", "probabilistic numerics"),
     ("image-to-image translation, what do you have?", "image-to-image translation"),
     ("So-called adversarial examples", "So-called adversarial examples"),
+    # an acknowledgement and a clipped announcement before the topic; "next" as a topic word
+    ("cool. different q - explainable recommendation?", "explainable recommendation"),
+    ("thanks! now papers on video prediction", "video prediction"),
+    ("next token prediction", "next token prediction"),
+    ("great apes", "great apes"),
 ])
 def test_the_frame_of_a_request_is_not_its_topic(question, topic):
     assert strip_frame(question) == topic

@@ -59,7 +59,10 @@ MORE_SLICES = {"nips2017": ("nips", 2017), "naacl2024": ("naacl", 2024),
                "nips2016": ("nips", 2016), "acl2021": ("acl", 2021),
                "ijcai2024": ("ijcai", 2024), "coling2022": ("coling", 2022),
                "ijcai2022": ("ijcai", 2022), "coling2025": ("coling", 2025),
-               "ijcai2023": ("ijcai", 2023), "coling2020": ("coling", 2020)}
+               "ijcai2023": ("ijcai", 2023), "coling2020": ("coling", 2020),
+               # round 13 (issue 46) and fact round 4
+               "icml2017": ("icml", 2017), "ijcai2020": ("ijcai", 2020),
+               "aistats2024": ("aistats", 2024)}
 # The blind list set of issue 45 (bench/lists/BLIND_LISTS.md): questions written by a helper
 # that never saw ragqa, on slices no earlier set used; split in halves before any was looked at
 # (blind_half): "calibrate" may tune, "report" is only reported.

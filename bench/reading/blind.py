@@ -3,7 +3,7 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--round 1..11] [--split dev|heldout|all]
+    python bench/reading/blind.py --home DIR [--round 1..13] [--split dev|heldout|all]
         [--only chats|near_misses] [--cases]
 
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
@@ -17,7 +17,9 @@ session 15; rounds 7 (NeurIPS 2017 and NAACL 2024), 8 (ICML 2018 and NAACL 2022)
 of session 16; round 10 (IJCAI 2024 and COLING 2022) those of session 17 (and, once, the
 floor of session 19); round 11 (IJCAI 2022 and COLING 2025), written in session 19, the
 changes after it; round 12 (IJCAI 2023 and COLING 2020), written at the start of session 20,
-that session's. Every round but the last is development data now.
+that session's; round 13 (ICML 2017 and IJCAI 2020), written at the start of session 24 and
+split by eval.blind_half before anything was run: its `dev` half may be read, its `heldout`
+half is only reported. Rounds 1-12 are development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -156,7 +158,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=range(1, 13),
+    parser.add_argument("--round", type=int, default=1, choices=range(1, 14),
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "

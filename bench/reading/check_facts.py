@@ -1,8 +1,8 @@
-"""Check the independent fact sets (facts_*.jsonl, facts2_*.jsonl, facts3_*.jsonl) against the
+"""Check the independent fact sets (facts_*.jsonl … facts4_*.jsonl) against the
 corpus they were written from (../shared/data/mlconf).
 
 Per file: ids unique, fields present, a known kind and split; every paper is in the slice its id
-names (nips2018-…: venue nips, year 2018; acl2022-…: venue acl, year 2022; never ICML 2019) with
+names (nips2018-…: venue nips, year 2018; acl2022-…, aistats2024-…, icml2017-…; no ICML 2019) with
 the corpus's title; every answer sentence is a verbatim part of the paper's text and the phrase
 a part of one answer sentence. Across files: no paper is asked about by two sets (each later set
 was written on papers the earlier ones had not used).
@@ -22,12 +22,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parents[2] / "shared" / "data" / "mlconf"
-SLICES = {"nips2018": ("nips", 2018), "acl2022": ("acl", 2022)}
+SLICES = {"nips2018": ("nips", 2018), "acl2022": ("acl", 2022), "aistats2024": ("aistats", 2024),
+          "icml2017": ("icml", 2017)}
 KINDS = {"quantity", "comparison", "propose", "condition", "dataset", "other"}
 SPLITS = {"dev", "heldout"}
 FIELDS = ("id", "question", "kind", "paper_id", "title", "answer_sentences", "phrase", "split")
 SETS = ("facts_nips2018", "facts_acl2022", "facts2_nips2018", "facts2_acl2022",
-        "facts3_nips2018", "facts3_acl2022")
+        "facts3_nips2018", "facts3_acl2022", "facts4_aistats2024", "facts4_icml2017")
 
 
 def problems_of(fact: dict, corpus: dict[str, dict]) -> list[str]:

@@ -26,6 +26,8 @@ import numpy as np
 
 from ragqa.answering.citations import abstains, degenerate_reason, normalise_citations, states_fact
 from ragqa.answering.facts import (
+    FIGURE,
+    QUANTITY,
     answer_span,
     asks_for_fact,
     fact_scores,
@@ -58,12 +60,6 @@ SUPPORT_THRESHOLD = 0.40
 MAX_SOURCES = 12
 CITATION = re.compile(r"\[\s*(\d+(?:\s*[-–]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[-–]\s*\d+)?)*)\s*\]")
 _SPACED_CITATION = re.compile(r"([ \t]*)" + CITATION.pattern)
-_QUANTITY = re.compile(
-    r"\b(?:how (?:many|much|fast|large|long|big|well|accurate)|by how|what(?:'s| is| was| are)? "
-    r"(?:the |its |their |his |her )?(?:\w+ )?(speed-?up|accuracy|percentage|share|fraction|"
-    r"proportion|ratio|number|size|"
-    r"score|rate|gain|improvement|reduction|error|f1|bleu|map|auc|latency|throughput|cost|"
-    r"performance|perplexity|precision|recall))\b", re.IGNORECASE)
 # A follow-up about what a paper contributes, and the sentence that says it.
 _ASKS_CONTRIBUTION = re.compile(r"\b(?:propos|introduc|present|contribut|main idea|novel|new)\w*"
                                 r"|\b(?:general|basic|key|core|overall) idea|\bgist\b|"
@@ -84,11 +80,6 @@ PAPER_PRIOR = 1.0
 CLOSEST_MATCHES = 3
 # A follow-up quotes at most this many of the papers it refers to.
 MAX_FOLLOW_UP_PAPERS = 6
-# A figure: a number with a unit or a decimal point ("2.13×", "85%", "45h", "0.91"), not the
-# "1)" of an enumeration.
-_FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|[kKMB]\b|"
-                     r"ms\b|s\b|h\b|hours?\b|points?\b|tasks?\b|\w+s\b))")
-
 
 # ---------------------------------------------------------------- prompts
 
@@ -483,7 +474,7 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     if not hits:
         return CheckedText(no_paper_answer(topic, total, language), [], 0)
     listing = is_list_question(question) or is_list_question(query)
-    if listing or len(hits) > 3 and not (_QUANTITY.search(question) or asks_for_fact(question)):
+    if listing or len(hits) > 3 and not asks_for_fact(question):
         quoted = [(h, h.best_sentence) for h in hits]
         header = message("answer.count", language, count=len(hits),
                          topic=shown_topic(topic, language)) + "\n\n"
@@ -593,7 +584,7 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
                          f"{message(f'answer.unstated_line.{missing}', language)} [{n}]")
             continue
         chosen = (contribution_sentence(hit.paper.text) if contribution else None) \
-            or _best_read_sentence(query, hit.paper.text)
+            or _best_read_sentence(query, hit.paper.text, hit.paper.title)
         sentence = strip_marks(chosen)
         citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source,
                                   quote=sentence))
@@ -606,8 +597,9 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
 
 def _measure_asked(question: str) -> set[str]:
     """The terms of the measure a quantity question names ("speedup", "share"), if any."""
-    quantity = _QUANTITY.search(question)
-    return set(lexical.terms(quantity.group(1))) if quantity and quantity.group(1) else set()
+    quantity = QUANTITY.search(question)
+    return set(lexical.terms(quantity.group("measure"))) if quantity and \
+        quantity.group("measure") else set()
 
 
 def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarray:
@@ -616,7 +608,7 @@ def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarr
     quantity, most when it also names the measure asked for ("speedup" in "What is the
     speedup of …")."""
     terms = set(lexical.terms(question, query=True))
-    quantity = _QUANTITY.search(question)
+    quantity = QUANTITY.search(question)
     measure = _measure_asked(question)
     # A share is written as a percentage: "solving 96.6% of the puzzles" names the measure.
     percent = bool(measure & _SHARE_MEASURES)
@@ -624,7 +616,7 @@ def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarr
     for i, (sentence, tokens) in enumerate(zip(sentences, map(lexical.terms, sentences),
                                                strict=True)):
         scores[i] = len(terms & set(tokens)) / np.sqrt(len(tokens) + 5)
-        if quantity and _FIGURE.search(strip_marks(sentence)):
+        if quantity and FIGURE.search(strip_marks(sentence)):
             named = measure & set(tokens) or (percent and "%" in strip_marks(sentence))
             scores[i] *= 3.0 if named else 1.5
     return scores
@@ -661,7 +653,8 @@ def read_fact_sentences(question: str, hits: Sequence[Hit]) -> list[tuple[float,
     for n, hit in enumerate(hits[:named or 3], start=1):
         sentences = split_sentences(hit.paper.text)
         if sentences:
-            signals, prior = _unread_scores(question, sentences, hit.paper.text)
+            signals, prior = _unread_scores(question, sentences, hit.paper.text,
+                                            hit.paper.title)
             candidates += [(p + 0.05 / n, n, s, x)
                            for p, s, x in zip(prior, sentences, signals, strict=True)]
     candidates.sort(key=lambda t: -t[0])
@@ -674,22 +667,22 @@ def read_fact_sentences(question: str, hits: Sequence[Hit]) -> list[tuple[float,
     return [(float(r), c[1], c[2]) for r, c in zip(read, candidates, strict=True)]
 
 
-def _best_read_sentence(question: str, text: str) -> str:
+def _best_read_sentence(question: str, text: str, title: str = "") -> str:
     """The sentence of one abstract that best answers the question (facts.py, read by the
     cross-encoder): the READ_SENTENCES best by its signals and word overlap."""
     sentences = split_sentences(text) or [text]
-    signals, prior = _unread_scores(question, sentences, text)
+    signals, prior = _unread_scores(question, sentences, text, title)
     top = np.argsort(-prior)[:READ_SENTENCES]
     read = fact_scores(signals[top], cross_encoder().score(
         question, [strip_marks(sentences[i]) for i in top]))
     return sentences[top[int(np.argmax(read))]]
 
 
-def _unread_scores(question: str, sentences: Sequence[str], abstract: str
+def _unread_scores(question: str, sentences: Sequence[str], abstract: str, title: str = ""
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Each sentence's signals (facts.sentence_signals) and its score before the
     cross-encoder reads it: those signals weighed, plus its word overlap with the question."""
-    signals = sentence_signals(question, sentences, abstract)
+    signals = sentence_signals(question, sentences, abstract, title)
     return signals, fact_scores(signals, np.zeros(len(sentences))) + \
         lexical_sentence_scores(question, sentences)
 

@@ -34,7 +34,7 @@ from ragqa.answering.followups import (
 from ragqa.answering.messages import joined, message, shown_topic
 from ragqa.errors import UserError
 from ragqa.prompts import load_prompt
-from ragqa.retrieval.question import topic_of
+from ragqa.retrieval.question import ORDINAL_WORDS, topic_of
 from ragqa.screening.feedback import refine
 from ragqa.screening.screen import Progress
 from ragqa.sources.export import reference_link
@@ -48,9 +48,8 @@ if TYPE_CHECKING:
 
 # How the offline standalone question names the papers in their place (followups.py decides
 # what a turn refers to).
-_ORDINAL = re.compile(r"\bthe (?:first|second|third|fourth|fifth|sixth|last|latter|former|1st|"
-                      r"2nd|3rd|4th|5th|6th)"
-                      r"(?: (?:one|paper|of them|of these|of those))?\b|" + PLACE_BY_NUMBER, re.I)
+_ORDINAL = re.compile(r"\bthe (?:" + ORDINAL_WORDS + r")(?: (?:one|paper|of them|of these|of "
+                      r"those))?\b|" + PLACE_BY_NUMBER, re.I)
 _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|those)|ones?)\s+",
                     re.I)
 # The same in Chinese: "它们是如何表示张量的？", "这篇论文提出了什么？", "第一篇用了什么数据？",

@@ -20,14 +20,20 @@ import numpy as np
 from ragqa.index import lexical
 from ragqa.sources.paper import contribution_sentence
 
+# A question that asks for a quantity ("how many", "what speedup", "the largest gain"), and the
+# measure it names (`measure`: "speedup" in "What is the speedup of …"). One detector for the
+# fact kind below and for the answer's choice of sentences (answer.py).
+QUANTITY = re.compile(
+    r"\b(?:how (?:many|much|fast|large|long|big|small|well|accurate|often)|by how|"
+    r"how many times|what percentage|"
+    r"what(?:'s)? (?:\w+ ){0,3}(?P<measure>speed-?up|accuracy|error|rate|score|f1|bleu|"
+    r"improvement|gain|reduction|percentage|share|fraction|proportion|ratio|number|size|"
+    r"perplexity|auc|map|margin|factor|latency|throughput|cost|performance|precision|recall)s?|"
+    r"(?:largest|maximum|average|best|overall) (?:\S+ ){0,4}(?:improvement|gain|reduction))\b",
+    re.IGNORECASE)
 # What a question asks for, by its wording.
 ASKS: dict[str, re.Pattern] = {
-    "quantity": re.compile(
-        r"\b(?:how (?:many|much|fast|large|long|big|small|well|accurate|often)|by how|"
-        r"what (?:\w+ ){0,3}(?:accuracy|error|rate|score|f1|bleu|speed-?up|improvement|gain|"
-        r"reduction|percentage|share|fraction|number|size|perplexity|auc|map|margin|factor)s?|"
-        r"(?:largest|maximum|average|best|overall) (?:\S+ ){0,4}(?:improvement|gain|reduction)|"
-        r"how many times|what percentage)\b", re.IGNORECASE),
+    "quantity": QUANTITY,
     "comparison": re.compile(r"\b(?:compare[sd]?|comparison|than|outperform\w*|beat\w*|"
                              r"relative to|versus|vs\.?|over the previous|better|worse)\b",
                              re.IGNORECASE),
@@ -54,10 +60,15 @@ ASKS: dict[str, re.Pattern] = {
 # What a sentence states, by its wording.
 _NUMBER_WORDS = (r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
                  r"twenty|thirty|forty|fifty|hundred|thousand|half|twice|several)")
-_FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|points?\b)|"
-                     r"\s+out of\s+\d)|\b(?!(?:19|20)\d\d\b)\d{2,}\b"  # a year is no figure
-                     rf"|\b{_NUMBER_WORDS}(?:\s+|-)(?:times|fold|percent)\b|\btwice\b",
-                     re.IGNORECASE)
+# A figure a sentence states: a number with a decimal point or a unit ("2.13×", "85%", "45h",
+# "3 layers", "6 out of 8"), a number of two digits or more that is no year, or a factor in
+# words ("ten times", "twice"); not the "1)" of an enumeration. One detector for the fact
+# answer's signals and its word-overlap scores (answer.py).
+FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|points?\b|"
+                    r"[kKMB]\b|ms\b|s\b|h\b|hours?\b|tasks?\b|\w+s\b)|\s+out of\s+\d)"
+                    r"|\b(?!(?:19|20)\d\d\b)\d{2,}\b"  # a year is no figure
+                    rf"|\b{_NUMBER_WORDS}(?:\s+|-)(?:times|fold|percent)\b|\btwice\b",
+                    re.IGNORECASE)
 # The unit a quantity question names, and a figure in that unit.
 _UNITS = {
     "percent": (re.compile(r"\b(?:percent\w*|share|fraction|proportion|accuracy|error rate)\b|%",
@@ -94,7 +105,7 @@ _SYMBOLS = {"√": " square root ", "×": " times ", "≤": " at most ", "≥": 
 _ABBREVIATION = re.compile(r"((?:[\w-]+\s+){1,6}?)\(([A-Z][A-Za-z0-9-]{1,9})\)")
 
 SIGNALS = ("overlap", "figure", "compares", "condition", "method", "assumption", "first",
-           "unit", "evaluation", "proposes")
+           "unit", "evaluation", "proposes", "beyond_title")
 
 
 def asked(question: str) -> set[str]:
@@ -184,16 +195,22 @@ def _question_terms(question: str, pairs: dict[str, set[str]]) -> set[str]:
     return terms | {alias for term in terms for alias in pairs.get(term, ())}
 
 
-def sentence_signals(question: str, sentences: Sequence[str], abstract: str) -> np.ndarray:
+def sentence_signals(question: str, sentences: Sequence[str], abstract: str, title: str = ""
+                     ) -> np.ndarray:
     """Sentences x SIGNALS: the question's words in each (abbreviations both ways, symbols as
     words; per square root of its length) and, for each kind the question asks for, whether
     the sentence states one; whether it is the abstract's first sentence (its background,
     rarely an answer); whether it holds a figure in the unit the question names (a
     percentage, a factor); for a question about datasets or applications, half for an
     evaluation word and half for a name; for a question about what is proposed, whether the
-    sentence is the abstract's contribution sentence, and whether it proposes anything."""
+    sentence is the abstract's contribution sentence, and whether it proposes anything; and
+    the question's words beyond the paper's title in it: the words that name the paper found
+    the paper, the others say what is asked of it ("In the work on learning to defer to unseen
+    experts, which *benchmarks* …": the experiments' sentence, not the one that restates the
+    title)."""
     kinds = asked(question)
     terms = _question_terms(question, abbreviations(abstract))
+    beyond_title = terms - set(lexical.terms(_spoken(title)))
     contribution = contribution_sentence(abstract)
     units = _units_asked(question) if kinds & {"quantity", "comparison"} else []
     out = np.zeros((len(sentences), len(SIGNALS)))
@@ -201,7 +218,7 @@ def sentence_signals(question: str, sentences: Sequence[str], abstract: str) -> 
         words = set(lexical.terms(_spoken(sentence)))
         out[i, 0] = len(terms & words) / np.sqrt(len(words) + 5)
         # "How does X compare with Y?" is answered by a figure as often as by words.
-        out[i, 1] = bool(kinds & {"quantity", "comparison"}) and bool(_FIGURE.search(sentence))
+        out[i, 1] = bool(kinds & {"quantity", "comparison"}) and bool(FIGURE.search(sentence))
         out[i, 2] = "comparison" in kinds and bool(_COMPARES.search(sentence))
         out[i, 3] = "condition" in kinds and bool(_CONDITION.search(sentence))
         out[i, 4] = "method" in kinds and sentence == contribution
@@ -211,17 +228,19 @@ def sentence_signals(question: str, sentences: Sequence[str], abstract: str) -> 
         out[i, 8] = "evaluation" in kinds and (bool(_EVALUATES.search(sentence)) +
                                                bool(_NAME.search(sentence))) / 2
         out[i, 9] = "method" in kinds and bool(_PROPOSES.search(sentence))
+        out[i, 10] = len(beyond_title & words) / np.sqrt(len(words) + 5)
     return out
 
 
 # Fitted by `python bench/reading/fit_facts.py --home DIR` on the independent fact sets used
-# for development (bench/reading/facts_*.jsonl and facts2_*.jsonl, 228 questions): one weight
-# per SIGNALS, then the cross-encoder's. Within the right paper, the first sentence is an answer
-# sentence for 0.868 of them (5-fold cross-validated; the cross-encoder alone: 0.732). On the
-# held-out round (facts3_*.jsonl) these weights reach 0.761, and no weights of these signals
-# more than 0.81 (docs/benchmarks.md, "Fact answers").
-FACT_WEIGHTS = (0.813, 3.337, 2.315, 2.564, 0.994, 0.758, -2.047, 0.813, 2.267, 1.903)
-CROSS_ENCODER_WEIGHT = 0.198
+# for development (bench/reading/facts*.jsonl: rounds 1-3 whole and the dev half of round 4,
+# 354 questions): one weight per SIGNALS, then the cross-encoder's. Within the right paper, the
+# first sentence is an answer sentence for 0.859 of them (5-fold cross-validated; the weights
+# before "beyond_title", on the same questions: 0.819; the cross-encoder alone: 0.712). The
+# overlap's weight is negative beside it: of the question's words, those of the title count
+# against a sentence (they restate what the paper is), the others for it.
+FACT_WEIGHTS = (-1.405, 2.803, 1.931, 2.097, 1.125, 0.654, -2.201, 0.858, 1.896, 1.411, 3.133)
+CROSS_ENCODER_WEIGHT = 0.216
 
 
 def fact_scores(signals: np.ndarray, cross_encoder: np.ndarray) -> np.ndarray:
@@ -240,6 +259,8 @@ _SPAN_FIGURE = re.compile(
 # The names an evaluation sentence lists: "ACE2004, ACE2005, and GENIA", "Atari 2600".
 _SPAN_NAMES = re.compile(r"[A-Z][\w-]*(?: \d+)?(?:(?:,? and |, )[A-Z][\w-]*(?: \d+)?)*")
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b", re.IGNORECASE)
+# What a count question counts: "How many tasks …" -> "tasks".
+_COUNTED = re.compile(r"\b(?:how many|number of)((?:\s+[A-Za-z][\w-]*){1,3})", re.IGNORECASE)
 _SPAN_CONDITION = re.compile(r"\b(?:as long as|provided (?:that)?|only (?:when|if)|whenever|"
                              r"when|unless|if|in the condition of|under)\b[^,;.]*",
                              re.IGNORECASE)
@@ -248,6 +269,15 @@ _SPAN_METHOD = re.compile(r"\b(?:propose|introduce|present|develop)s?\b\s+([^,;.
 _SPAN_ASSUMPTION = re.compile(r"\bassum\w*\b[^,;.]*", re.IGNORECASE)
 # O(1/√(N)), Õ(d/ε²), Θ(n log n): balanced to two levels of parentheses.
 _SPAN_BOUND = re.compile(r"[OΘΩÕ]\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
+
+
+def _counts_what(question: str, sentence: str, end: int) -> bool:
+    """Whether the figure ending at `end` is followed by a word of what the question counts
+    (its next three words: "how many target languages")."""
+    counted = _COUNTED.search(question)
+    following = re.match(r"\s*([A-Za-z][\w-]*)", sentence[end:])
+    word = lexical.terms(following.group(1)) if following else []
+    return bool(counted and word) and word[0] in lexical.terms(counted.group(1))
 
 
 def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
@@ -263,7 +293,10 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
         # A bare count ("278") answers "how many"; elsewhere it is a part of something else
         # ("the range [0, 100]"), and only a figure with a unit, a decimal or a range is one.
         counts = bool(_COUNT.search(question))
-        best = next((m for m in figures if counts or not m.group(0).strip().isdigit()), None)
+        candidates = [m for m in figures if counts or not m.group(0).strip().isdigit()]
+        # A count of what is asked first: "278 tasks" for "How many tasks …", not "pass@1".
+        best = next((m for m in candidates if _counts_what(question, sentence, m.end())),
+                    None) or next(iter(candidates), None)
         if best:
             return best.start(), best.start() + len(best.group(0).rstrip())
     if "evaluation" in kinds and (evaluates := _EVALUATES.search(sentence)):

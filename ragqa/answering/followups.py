@@ -26,7 +26,7 @@ from ragqa.answering.artifacts import asked_artifact, asked_many, covers_many, r
 from ragqa.answering.facts import abbreviations
 from ragqa.index import lexical
 from ragqa.resources import DATA_DIR
-from ragqa.retrieval.question import is_list_question
+from ragqa.retrieval.question import ANNOUNCES, ORDINAL_WORDS, is_list_question
 from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
@@ -56,8 +56,7 @@ SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|tha
 # with code?", "which uses persona memory"; after a lead-in too ("going back to those two,
 # which of them …"), unless it announces a new topic ("OK, different question: which of the
 # papers …").
-_NOT_AN_ORDINAL = r"(?!(?:first|second|third|fourth|fifth|sixth|last|latter|former|next|other|" \
-    r"same|\d\w*)\b)"
+_NOT_AN_ORDINAL = r"(?!(?:" + ORDINAL_WORDS + r"|next|other|same|\d\w*)\b)"
 SELECTS = re.compile(
     r"^\s*(?:(?:and|so|ok|okay|now)[,\s]+|"
     r"(?:(?!question|topic|unrelated|different|separate|else|switch)[^?.!]){0,60}?"
@@ -87,7 +86,7 @@ SELECTS = re.compile(
 PLACE_BY_NUMBER = r"(?:\[|#|\bno\.\s?|\bnumber\s+|\bpaper\s+|\bitem\s+)(\d|one|two|three|" \
     r"four|five|six)\b\]?"
 ORDINAL = re.compile(
-    r"\b(first|second|third|fourth|fifth|sixth|last|latter|former|1st|2nd|3rd|4th|5th|6th)\b"
+    r"\b(" + ORDINAL_WORDS + r")\b"
     r"(?=\s+(?:one|paper|work|of|study|article|entry|result)\b|\s*[?.!,;:]|\s+[—–-]\s|$"
     r"|\s+(?:do|does|did|is|was|say|says|propose|proposes|use|uses|about|show|shows|find|finds|"
     r"achieve|achieves|report|reports|introduce|introduces|present|presents|have|has|cover|"
@@ -99,9 +98,8 @@ ORDINALS = {"first": 0, "former": 0, "second": 1, "third": 2, "fourth": 3, "fift
             "5th": 4, "6th": 5, "one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "six": 5}
 
 
-_PLACE_OF_THEM = re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|last|1st|2nd|3rd|4th|"
-                            r"5th|6th)\s+(?:one|paper)\s+(?:of|among|from)\s+(?:them|these|"
-                            r"those|the above|the list)\b", re.IGNORECASE)
+_PLACE_OF_THEM = re.compile(r"\b(?:" + ORDINAL_WORDS + r")\s+(?:one|paper)\s+(?:of|among|from)\s+"
+                            r"(?:them|these|those|the above|the list)\b", re.IGNORECASE)
 
 
 def list_place(question: str) -> int | None:
@@ -120,7 +118,7 @@ _NEW_LIST = re.compile(r"^\s*(?:(?:and|ok|okay|now|also|separately)[,\s]+)*(?:wh
 _FRAME_WORDS = re.compile(
     r"\b(?:which|what|one|ones|of|does|do|did|is|are|was|were|any|either|neither|none|some|"
     r"each|and|so|ok|okay|now|tell|me|more|about|the|a|an|paper|papers|work|works|study|"
-    r"studies|first|second|third|fourth|fifth|last|latter|former)\b", re.IGNORECASE)
+    r"studies|" + ORDINAL_WORDS + r")\b", re.IGNORECASE)
 
 # A turn that announces a new topic ("ok, different thing: memes, anything on those?",
 # "switching topics — …", "new question: …", "now something else - …") leaves the last papers
@@ -128,12 +126,7 @@ _FRAME_WORDS = re.compile(
 # 1-11 are switches. The model, fitted on the writers' short lists, gave such a cue -0.96
 # (bench/reading/fit_followups.py --rounds 1,...,11), too little against "those" and the long
 # lists ragqa shows; so it is a rule before the model, unless the turn still says "of them".
-ANNOUNCES = re.compile(
-    r"\b(?:different|another|new|separate|unrelated)\s+(?:thing|question|topic|subject|area|"
-    r"direction|query)\b|\bother\s+(?:topic|subject)s?\b|"
-    r"\bswitch(?:ing)?\s+(?:topics?|gears|subjects?)\b|"
-    r"\bchang(?:e|ing)\s+(?:the\s+)?(?:topic|subject|gears)\b|\bsomething\s+(?:else|different)\b|"
-    r"\bunrelated\b|\bmoving on\b|\bon another note\b", re.IGNORECASE)
+# The announcing words are question.py's ANNOUNCES, the same that a topic's lead-in loses.
 _STILL_THEIRS = re.compile(
     r"\b(?:any|which|one|either|each|some|none|neither|all|both|two)\s+of\s+(?:them|these|"
     r"those|the above)\b|\b(?:these|those)\s+(?:two|three|papers?)\b", re.IGNORECASE)
