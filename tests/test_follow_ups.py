@@ -403,3 +403,17 @@ def test_a_turn_asks_for_code_or_a_dataset_only_as_what_a_paper_gives(turn, asks
     from ragqa.answering.artifacts import asked_artifact
 
     assert asked_artifact(turn) == asks
+
+
+@pytest.mark.parametrize(("turn", "kind"), [
+    ("cool. different q - protein structure prediction?", "leave"),
+    ("switching gears: memes?", "leave"),
+    # "new" and "other" before a plural are no announcement: the turn is about the papers
+    ("Which one handles new topics?", "select"),
+    ("Does the first one study new things?", "about"),
+])
+def test_only_an_announcement_leaves_the_last_papers(turn, kind):
+    from ragqa.answering.followups import resolve
+
+    assert resolve(turn, ["p1", "p2", "p3"], None).kind == kind
+

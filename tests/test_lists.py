@@ -139,6 +139,9 @@ def test_a_summary_covers_the_papers_of_the_one_tier_list(seeded):
     ("thanks! now papers on video prediction", "video prediction"),
     ("next token prediction", "next token prediction"),
     ("great apes", "great apes"),
+    ("Next-generation sequencing", "Next-generation sequencing"),
+    ("new directions in continual learning", "new directions in continual learning"),
+    ("Then papers on speech recognition", "speech recognition"),
 ])
 def test_the_frame_of_a_request_is_not_its_topic(question, topic):
     assert strip_frame(question) == topic

@@ -8,9 +8,9 @@ A conditional logit over each question's sentences (the paper's whole abstract; 
 sentences the writer marked), L2-penalised, by gradient ascent. Reports the share of questions
 whose first sentence is an answer sentence for the cross-encoder alone, the word overlap alone,
 the mix shipped before facts.py, facts.py's weights, and the fitted weights (in-sample, and
-5-fold cross-validated). `--sets` the held-out round measures the ceiling of these signals
-there (fitted on it: in-sample, a ceiling, never a result); quote bench/reading/facts.py's
-figures for results.
+5-fold cross-validated). `--sets NAME --split heldout` measures the ceiling of these signals
+on a held-out half or round (fitted on it: in-sample, a ceiling, never a result); quote
+bench/reading/facts.py's figures for results.
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ BEFORE_LEXICAL_WEIGHT = 2.0
 # heldout). Round 3 was held out until session 24.
 DEVELOPMENT_SETS = ("facts_nips2018", "facts_acl2022", "facts2_nips2018", "facts2_acl2022",
                     "facts3_nips2018", "facts3_acl2022", "facts4_aistats2024", "facts4_icml2017")
-FIRST_SPLIT_ROUND = 4
+FIRST_SPLIT_FACT_ROUND = 4
 
 
 def cases(home: Path, data: Path, split: str, sets: list[str]):
-    """(question, sentences, abstract, labels) of each fact of the split."""
+    """(question, sentences, abstract, labels, title) of each fact of the split; with
+    `--split all`, the `heldout` half of a round split before it was read is left out."""
     from ragqa.sources import read_sources
     from ragqa.text import split_sentences
 
@@ -68,7 +69,7 @@ def _split_round(name: str) -> bool:
     """Whether a set is of a round split into halves before it was read (round 4 on: its
     `heldout` half is only reported)."""
     head = name.split("_")[0].removeprefix("facts")
-    return bool(head) and int(head) >= FIRST_SPLIT_ROUND
+    return bool(head) and int(head) >= FIRST_SPLIT_FACT_ROUND
 
 
 def fit(xs: list[np.ndarray], ys: list[np.ndarray], l2: float = 0.05, steps: int = 3000
@@ -109,8 +110,8 @@ def main() -> int:
     from ragqa.sources.paper import strip_marks
 
     xs, ys, shipped = [], [], []
-    for question, sentences, text, labels, title in cases(args.home, args.data, args.split,
-                                                   args.sets.split(",")):
+    for question, sentences, text, labels, title in cases(
+            args.home, args.data, args.split, args.sets.split(",")):
         ce = cross_encoder().score(question, [strip_marks(s) for s in sentences])
         lexical = lexical_sentence_scores(question, sentences)
         xs.append(np.column_stack([sentence_signals(question, sentences, text, title), ce]))

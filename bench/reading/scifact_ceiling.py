@@ -50,7 +50,7 @@ def cases(data: Path):
             yield ("report" if i % EVERY == 0 else "dev", labels, {
                 "cross_encoder": ce,
                 "overlap": lexical_sentence_scores(claim["claim"], ss),
-                "facts": fact_scores(sentence_signals(claim["claim"], ss, " ".join(ss)), ce),
+                "facts": fact_scores(sentence_signals(claim["claim"], ss, " ".join(ss), ""), ce),
                 "position": np.arange(len(ss)) / max(len(ss) - 1, 1),
                 "label": np.array([bool(_LABEL.match(s)) for s in ss], dtype=float)})
 

@@ -1,7 +1,7 @@
 """Issue 46, item 1, tried: a fitted model of the kind of fact a question about one paper asks
 for, in place of the phrase rules (ragqa/answering/facts.py ASKS). Not shipped: with the
 labelled questions there are, it reads kinds less often right than the rules
-(docs/benchmarks.md, "A fitted follow-up model"); this script keeps the experiment repeatable.
+(docs/benchmarks.md, "A fitted fact-kind model"); this script keeps the experiment repeatable.
 
 Labelled questions: the blind fact sets (bench/reading/facts*.jsonl), each question's kind as
 its writer filed it: quantity (a figure), comparison, condition, dataset (what it was evaluated
@@ -41,7 +41,7 @@ KINDS = ("quantity", "comparison", "condition", "dataset", "propose", "other")
 # The rules' name for each kind (facts.ASKS before this model).
 RULE_KIND = {"quantity": "quantity", "comparison": "comparison", "condition": "condition",
              "dataset": "evaluation", "propose": "method"}
-FIRST_SPLIT_ROUND = 4
+FIRST_SPLIT_FACT_ROUND = 4
 L2 = 1.0
 SENSE_SCALE = 3.0
 
@@ -61,7 +61,7 @@ def labelled() -> list[dict]:
             if not line.strip():
                 continue
             r = json.loads(line)
-            held = _round(stem) >= FIRST_SPLIT_ROUND and r["split"] == "heldout"
+            held = _round(stem) >= FIRST_SPLIT_FACT_ROUND and r["split"] == "heldout"
             rows.append({"source": stem, "text": r["question"], "kind": r["kind"],
                          "report": held, "features": dict.fromkeys(
                              wording_features(r["question"]), 1.0)})

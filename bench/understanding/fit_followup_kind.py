@@ -31,7 +31,6 @@ counts as a position) on the same turns. End to end, compare `bench/reading/blin
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -54,7 +53,7 @@ FITTED_ROUNDS = tuple(range(1, 12))
 # From this round on, a round is split by eval.blind_half before anything is read: its calibrate
 # half is fitted on, its report half only reported (round 12 stays out whole: its figures are
 # comparable with the sessions before).
-FIRST_SPLIT_ROUND = 13
+FIRST_SPLIT_CHAT_ROUND = 13
 L2 = 1.0
 SENSE_SCALE = 3.0  # as the list-question model's (fit_list_question.py SENSE_SCALE)
 
@@ -92,13 +91,6 @@ def turn_features(question: str, last_rows: list[int], index) -> dict[str, float
     return features
 
 
-def blind_half(chat_id: str) -> str:
-    """bench/lists/eval.py's split by a hash of the id (that module's name is taken here by
-    bench/reading/eval.py): "calibrate" or "report"."""
-    return "calibrate" if int(hashlib.sha256(chat_id.encode()).hexdigest(), 16) % 2 == 0 \
-        else "report"
-
-
 def _chats(round_no: int) -> list[dict]:
     name = "chats_blind.jsonl" if round_no == 1 else f"chats_blind{round_no}.jsonl"
     path = ROOT / "bench" / "reading" / name
@@ -132,7 +124,7 @@ def labelled(home: Path, data: Path) -> list[dict]:
                     rows.append({"round": round_no, "source": f"round {round_no}",
                                  "text": turn["say"], "kind": kind,
                                  "features": turn_features(turn["say"], held, index),
-                                 "half": blind_half(chat["id"])})
+                                 "half": "report" if chat["split"] == "heldout" else "calibrate"})
                 if turn["papers"]:
                     last = turn["papers"]
             previous_last[name] = last
@@ -201,7 +193,7 @@ def main() -> int:
     rounds = np.array([r["round"] for r in rows])
     halves = np.array([r["half"] for r in rows])
     # Rounds 1-11 whole; a later round by its calibrate half (its report half is never fitted)
-    fitted = np.isin(rounds, FITTED_ROUNDS) | ((rounds >= FIRST_SPLIT_ROUND) &
+    fitted = np.isin(rounds, FITTED_ROUNDS) | ((rounds >= FIRST_SPLIT_CHAT_ROUND) &
                                                (halves == "calibrate"))
     before = np.array(before_kinds(args.before, args.home, args.data)) if args.before else None
     truth = np.array([r["kind"] for r in rows])
@@ -209,7 +201,7 @@ def main() -> int:
     figures: dict = {"left_out": {}, "reports": {}}
     for scale in scales:
         right = 0
-        for held in FITTED_ROUNDS + tuple(sorted(set(rounds[rounds >= FIRST_SPLIT_ROUND]))):
+        for held in FITTED_ROUNDS + tuple(sorted(set(rounds[rounds >= FIRST_SPLIT_CHAT_ROUND]))):
             out = (rounds == held) & fitted
             acc = fit.accuracy(fit.fit(fitted & ~out, scale), out)
             right += acc * out.sum()
@@ -217,7 +209,7 @@ def main() -> int:
         figures["left_out"].setdefault("mean", {})[f"scale {scale}"] = \
             round(right / fitted.sum(), 3)
     if before is not None:
-        for held in FITTED_ROUNDS + tuple(sorted(set(rounds[rounds >= FIRST_SPLIT_ROUND]))):
+        for held in FITTED_ROUNDS + tuple(sorted(set(rounds[rounds >= FIRST_SPLIT_CHAT_ROUND]))):
             out = (rounds == held) & fitted
             figures["left_out"][f"round {held}"]["before"] = \
                 round(float(np.mean(before[out] == truth[out])), 3)
@@ -225,7 +217,7 @@ def main() -> int:
             round(float(np.mean(before[fitted] == truth[fitted])), 3)
     models = {scale: fit.fit(fitted, scale) for scale in scales}
     for round_no in sorted(set(rounds) - set(FITTED_ROUNDS)):
-        for half in ("calibrate", "report", "all") if round_no < FIRST_SPLIT_ROUND \
+        for half in ("calibrate", "report", "all") if round_no < FIRST_SPLIT_CHAT_ROUND \
                 else ("report",):
             mask = (rounds == round_no) & np.array([half in ("all", r["half"]) for r in rows])
             entry = {"turns": int(mask.sum()),

@@ -598,8 +598,8 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
 def _measure_asked(question: str) -> set[str]:
     """The terms of the measure a quantity question names ("speedup", "share"), if any."""
     quantity = QUANTITY.search(question)
-    return set(lexical.terms(quantity.group("measure"))) if quantity and \
-        quantity.group("measure") else set()
+    measure = quantity["measure"] if quantity else None
+    return set(lexical.terms(measure)) if measure else set()
 
 
 def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarray:
@@ -649,12 +649,14 @@ def read_fact_sentences(question: str, hits: Sequence[Hit]) -> list[tuple[float,
     # A question that names a system ("What does CEITNet propose?") is about the papers that
     # name it, which the relevance cut puts first.
     named = sum(h.named for h in hits[:3])
+    papers_read = hits[:named or 3]
+    # The words of every title read count as naming a paper (facts.sentence_signals).
+    titles = " ".join(h.paper.title for h in papers_read)
     candidates: list[tuple[float, int, str, np.ndarray]] = []
-    for n, hit in enumerate(hits[:named or 3], start=1):
+    for n, hit in enumerate(papers_read, start=1):
         sentences = split_sentences(hit.paper.text)
         if sentences:
-            signals, prior = _unread_scores(question, sentences, hit.paper.text,
-                                            hit.paper.title)
+            signals, prior = _unread_scores(question, sentences, hit.paper.text, titles)
             candidates += [(p + 0.05 / n, n, s, x)
                            for p, s, x in zip(prior, sentences, signals, strict=True)]
     candidates.sort(key=lambda t: -t[0])
@@ -667,7 +669,7 @@ def read_fact_sentences(question: str, hits: Sequence[Hit]) -> list[tuple[float,
     return [(float(r), c[1], c[2]) for r, c in zip(read, candidates, strict=True)]
 
 
-def _best_read_sentence(question: str, text: str, title: str = "") -> str:
+def _best_read_sentence(question: str, text: str, title: str) -> str:
     """The sentence of one abstract that best answers the question (facts.py, read by the
     cross-encoder): the READ_SENTENCES best by its signals and word overlap."""
     sentences = split_sentences(text) or [text]
@@ -678,11 +680,11 @@ def _best_read_sentence(question: str, text: str, title: str = "") -> str:
     return sentences[top[int(np.argmax(read))]]
 
 
-def _unread_scores(question: str, sentences: Sequence[str], abstract: str, title: str = ""
+def _unread_scores(question: str, sentences: Sequence[str], abstract: str, titles: str
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Each sentence's signals (facts.sentence_signals) and its score before the
     cross-encoder reads it: those signals weighed, plus its word overlap with the question."""
-    signals = sentence_signals(question, sentences, abstract, title)
+    signals = sentence_signals(question, sentences, abstract, titles)
     return signals, fact_scores(signals, np.zeros(len(sentences))) + \
         lexical_sentence_scores(question, sentences)
 

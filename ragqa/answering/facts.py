@@ -25,8 +25,7 @@ from ragqa.sources.paper import contribution_sentence
 # fact kind below and for the answer's choice of sentences (answer.py).
 QUANTITY = re.compile(
     r"\b(?:how (?:many|much|fast|large|long|big|small|well|accurate|often)|by how|"
-    r"how many times|what percentage|"
-    r"what(?:'s)? (?:\w+ ){0,3}(?P<measure>speed-?up|accuracy|error|rate|score|f1|bleu|"
+    r"what(?:'s)? (?:\w+ ){0,3}?(?P<measure>speed-?up|accuracy|error|rate|score|f1|bleu|"
     r"improvement|gain|reduction|percentage|share|fraction|proportion|ratio|number|size|"
     r"perplexity|auc|map|margin|factor|latency|throughput|cost|performance|precision|recall)s?|"
     r"(?:largest|maximum|average|best|overall) (?:\S+ ){0,4}(?:improvement|gain|reduction))\b",
@@ -62,11 +61,13 @@ _NUMBER_WORDS = (r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve
                  r"twenty|thirty|forty|fifty|hundred|thousand|half|twice|several)")
 # A figure a sentence states: a number with a decimal point or a unit ("2.13×", "85%", "45h",
 # "3 layers", "6 out of 8"), a number of two digits or more that is no year, or a factor in
-# words ("ten times", "twice"); not the "1)" of an enumeration. One detector for the fact
-# answer's signals and its word-overlap scores (answer.py).
-FIGURE = re.compile(r"\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|points?\b|"
-                    r"[kKMB]\b|ms\b|s\b|h\b|hours?\b|tasks?\b|\w+s\b)|\s+out of\s+\d)"
-                    r"|\b(?!(?:19|20)\d\d\b)\d{2,}\b"  # a year is no figure
+# words ("ten times", "twice"); not the "1)" of an enumeration, nor a number in a name
+# ("ResNet-50", "pass@1") or before a verb ("Stage 2 is", "Theorem 1 gives"). One detector for
+# the fact answer's signals and its word-overlap scores (answer.py).
+FIGURE = re.compile(r"(?<![\w@-])\d(?:[\d,]*\.\d+|[\d,]*\s?(?:×|x\b|%|percent|times|fold|"
+                    r"points?\b|[kmb]\b|ms\b|s\b|h\b|hours?\b|(?!(?:is|was|has|does|shows|"
+                    r"gives|uses|its|this|thus|as|us)\b)[a-z]{2,}s\b)|\s+out of\s+\d)"
+                    r"|(?<![\w@-])(?!(?:19|20)\d\d\b)\d{2,}\b"  # a year is no figure
                     rf"|\b{_NUMBER_WORDS}(?:\s+|-)(?:times|fold|percent)\b|\btwice\b",
                     re.IGNORECASE)
 # The unit a quantity question names, and a figure in that unit.
@@ -195,7 +196,7 @@ def _question_terms(question: str, pairs: dict[str, set[str]]) -> set[str]:
     return terms | {alias for term in terms for alias in pairs.get(term, ())}
 
 
-def sentence_signals(question: str, sentences: Sequence[str], abstract: str, title: str = ""
+def sentence_signals(question: str, sentences: Sequence[str], abstract: str, titles: str
                      ) -> np.ndarray:
     """Sentences x SIGNALS: the question's words in each (abbreviations both ways, symbols as
     words; per square root of its length) and, for each kind the question asks for, whether
@@ -204,13 +205,16 @@ def sentence_signals(question: str, sentences: Sequence[str], abstract: str, tit
     percentage, a factor); for a question about datasets or applications, half for an
     evaluation word and half for a name; for a question about what is proposed, whether the
     sentence is the abstract's contribution sentence, and whether it proposes anything; and
-    the question's words beyond the paper's title in it: the words that name the paper found
-    the paper, the others say what is asked of it ("In the work on learning to defer to unseen
-    experts, which *benchmarks* …": the experiments' sentence, not the one that restates the
-    title)."""
+    the question's words beyond the titles of the papers being read (`titles`, all of them:
+    the words that name one paper must not count for another that mentions it) in it: the
+    words that name the paper found the paper, the others say what is asked of it ("In the
+    work on learning to defer to unseen experts, which *benchmarks* …": the experiments'
+    sentence, not the one that restates the title)."""
     kinds = asked(question)
-    terms = _question_terms(question, abbreviations(abstract))
-    beyond_title = terms - set(lexical.terms(_spoken(title)))
+    pairs = abbreviations(abstract)
+    terms = _question_terms(question, pairs)
+    named = set(lexical.terms(_spoken(titles)))
+    beyond_title = terms - named - {alias for term in named for alias in pairs.get(term, ())}
     contribution = contribution_sentence(abstract)
     units = _units_asked(question) if kinds & {"quantity", "comparison"} else []
     out = np.zeros((len(sentences), len(SIGNALS)))
@@ -235,12 +239,12 @@ def sentence_signals(question: str, sentences: Sequence[str], abstract: str, tit
 # Fitted by `python bench/reading/fit_facts.py --home DIR` on the independent fact sets used
 # for development (bench/reading/facts*.jsonl: rounds 1-3 whole and the dev half of round 4,
 # 354 questions): one weight per SIGNALS, then the cross-encoder's. Within the right paper, the
-# first sentence is an answer sentence for 0.859 of them (5-fold cross-validated; the weights
+# first sentence is an answer sentence for 0.856 of them (5-fold cross-validated; the weights
 # before "beyond_title", on the same questions: 0.819; the cross-encoder alone: 0.712). The
-# overlap's weight is negative beside it: of the question's words, those of the title count
+# overlap's weight is negative beside it: of the question's words, those of the titles count
 # against a sentence (they restate what the paper is), the others for it.
-FACT_WEIGHTS = (-1.405, 2.803, 1.931, 2.097, 1.125, 0.654, -2.201, 0.858, 1.896, 1.411, 3.133)
-CROSS_ENCODER_WEIGHT = 0.216
+FACT_WEIGHTS = (-1.253, 2.834, 1.779, 2.092, 1.145, 0.649, -2.219, 0.812, 1.946, 1.44, 3.076)
+CROSS_ENCODER_WEIGHT = 0.217
 
 
 def fact_scores(signals: np.ndarray, cross_encoder: np.ndarray) -> np.ndarray:

@@ -27,14 +27,15 @@ from ragqa.retrieval.kinds import list_question_model
 _WHATS_THERE = (r"what(?:'s| is| do you have| have you got)(?: out)? (?:there |in here |here )?"
                 r"(?:on|about|for|regarding)")
 # Words that announce a new topic in a chat ("different question", "switching gears", "on
-# another note"): one vocabulary for the lead-in taken off a question (_CHAT_LEAD) and for the
-# chat's rule that such a turn leaves the last papers (answering/followups.py).
-ANNOUNCEMENT = (r"(?:(?:a |one )?(?:different|another|new|separate|unrelated|other)\s+"
-                r"(?:thing|question|q|topic|subject|area|direction|query)s?"
+# another note"): one vocabulary for the chat's rule that such a turn leaves the last papers
+# (ANNOUNCES, anywhere in a turn: answering/followups.py) and for the lead-in a topic loses
+# (_CHAT_LEAD, at its start and before a mark). Singular only: "Which one handles new topics?"
+# selects, "new directions in continual learning" is a topic.
+ANNOUNCEMENT = (r"(?:(?:different|another|new|separate|unrelated)\s+"
+                r"(?:thing|question|q|topic|subject|area|direction|query)"
                 r"|switch(?:ing)?\s+(?:topics?|gears|subjects?)"
                 r"|chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject|gears)"
-                r"|something\s+(?:else|different|new)|unrelated|moving on"
-                r"|(?:on\s+)?(?:another|a different)\s+note)")
+                r"|something\s+(?:else|different)|unrelated|moving on|on another note)")
 # A request to the tool ("Summarize the papers on X"), a frame only before the papers are named:
 # after them it is what the papers do ("Which papers summarize dialogues?": issue 45).
 _REQUEST_VERBS = r"(?:summari[sz]e|survey|review|overview)"
@@ -42,9 +43,12 @@ _REQUEST_VERBS = r"(?:summari[sz]e|survey|review|overview)"
 # all the papers that study ..."). Each alternative ends where the topic begins.
 _FRAMES = [
     r"(?:please|pls|hi|hello|hey)\b[,!]?",
-    # a chat's turn to a new topic: "Now, anything on X?", "OK, separate question: …"
-    # ("next" and "then" only as _CHAT_LEAD reads them: "next token prediction" is a topic)
-    r"(?:now|ok|okay|so|also|alright|separately|" + ANNOUNCEMENT + r")\b(?![-'’])[,:!]?",
+    # a chat's turn to a new topic: "Now, anything on X?", "OK, separate question: …";
+    # "next" and "then" only before a mark or a request ("next token prediction" is a topic)
+    r"(?:now|ok|okay|so|also|alright|separately|(?:a )?(?:separate|another|new|"
+    r"different) (?:question|topic)|switching (?:topics?|gears))\b(?![-'’])[,:!]?",
+    r"(?:next|then)(?:\s*[,:;!—–]|(?=\s+(?:papers?|works?|anything|any|what|which|show|"
+    r"is there|are there)\b))",
     r"(?:what|how) about",
     _WHATS_THERE,
     r"(?:can|could|would|will) you(?: please)?(?: help me)?",
@@ -240,18 +244,22 @@ _TRAILING_REQUEST = re.compile(
 # "… here?", "… in this collection": where, not what.
 _HERE = re.compile(r"\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|set)|at this "
                    r"conference)\s*[?.!]*\s*$", re.IGNORECASE)
-ANNOUNCES = re.compile(r"\b" + ANNOUNCEMENT + r"\b", re.IGNORECASE)
+ANNOUNCES = re.compile(r"\b" + ANNOUNCEMENT + r"\b|\bother\s+(?:topic|subject)s?\b",
+                       re.IGNORECASE)
 # The words for a place in a list ("the second one", "the latter"): one vocabulary for every
 # pattern that reads a place (here and answering/followups.py, answering/chat.py).
 ORDINAL_WORDS = "first|second|third|fourth|fifth|sixth|last|latter|former|1st|2nd|3rd|4th|5th|6th"
 # A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
-# "Now, which papers …", "And X?", "cool. different q - X?" (an acknowledgement, "next" or
-# "then" only before a mark: "great apes" and "next token prediction" are topics).
+# "Now, which papers …", "And X?", "cool. different q - X?" (an acknowledgement, "next",
+# "then" or any announcement only before a mark: "great apes", "next token prediction",
+# "Next-generation sequencing" and "new direction in X" are topics).
 _CHAT_LEAD = re.compile(
     r"^\W*(?:(?:and|ok|okay|now|so|also|alright|separately|btw|but|by the way|"
-    + ANNOUNCEMENT + r")(?:\s-\s|[\s,:;.!—–])+"
-    r"|(?:then|next|cool|great|thanks|thank you|nice|got it|perfect|interesting)"
-    r"\s*[,:;.!—–-]+\s*)+", re.IGNORECASE)
+    r"something (?:else|different|new)|(?:on )?a different note|(?:a |one )?(?:separate|"
+    r"another|new|different|other|unrelated) (?:question|topic|thing)|switching (?:topics?|"
+    r"gears)|changing (?:the )?(?:topic|subject))(?:\s-\s|[\s,:;.!—–])+"
+    r"|(?:then|next|cool|great|thanks|thank you|nice|got it|perfect|interesting|"
+    + ANNOUNCEMENT + r")(?:\s*[,:;.!—–]+|\s+-+)\s*)+", re.IGNORECASE)
 # "What about X?" asks for X what the chat asked before; offline, that is papers on X.
 _WHAT_ABOUT = re.compile(r"^\W*(?:what|how) about\b\s*", re.IGNORECASE)
 # …unless X points back at papers already shown ("what about its mAP?", "how about the first").
