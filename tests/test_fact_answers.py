@@ -194,3 +194,20 @@ def test_a_count_marks_the_figure_of_what_is_counted_not_the_first_one(seeded):
     first = json.loads(result.stdout)["citations"][0]
     start, end = first["answer_span"]
     assert "pass@1" in first["quote"] and first["quote"][start:end] == "278"
+
+
+def test_the_words_that_name_one_paper_never_count_for_another_that_mentions_it():
+    """A question naming FlashAttention: its words beyond the titles read count for a
+    sentence; "FlashAttention" is in a title read, so another paper's sentence that mentions it
+    ("2x speedup over FlashAttention") gets nothing for it, while "speedup" and "GPT-2" count."""
+    from ragqa.answering.facts import SIGNALS, sentence_signals
+
+    question = "What speedup does FlashAttention achieve on GPT-2?"
+    titles = "FlashAttention: Fast and Memory-Efficient Exact Attention. Sparse Kernels"
+    own = "FlashAttention yields a 3x speedup on GPT-2."
+    other = "Our kernels achieve a 2x speedup over FlashAttention on GPT-2."
+    beyond = SIGNALS.index("beyond_title")
+    with_titles = sentence_signals(question, [own, other], own + " " + other, titles)
+    without = sentence_signals(question, [own, other], own + " " + other, "")
+    assert 0 < with_titles[1, beyond] < without[1, beyond]
+    assert with_titles[0, 0] == without[0, 0]  # the overlap of all its words is the same

@@ -416,4 +416,3 @@ def test_only_an_announcement_leaves_the_last_papers(turn, kind):
     from ragqa.answering.followups import resolve
 
     assert resolve(turn, ["p1", "p2", "p3"], None).kind == kind
-

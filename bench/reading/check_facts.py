@@ -2,8 +2,8 @@
 corpus they were written from (../shared/data/mlconf).
 
 Per file: ids unique, fields present, a known kind and split; every paper is in the slice its id
-names (nips2018-…: venue nips, year 2018; acl2022-…, aistats2024-…, icml2017-…; no ICML 2019) with
-the corpus's title; every answer sentence is a verbatim part of the paper's text and the phrase
+names (nips2018-…: venue nips, year 2018; acl2022-…, aistats2024-…, icml2017-…; none held out)
+with the corpus's title; every answer sentence is a verbatim part of the paper's text and the phrase
 a part of one answer sentence. Across files: no paper is asked about by two sets (each later set
 was written on papers the earlier ones had not used).
 

@@ -275,13 +275,15 @@ _SPAN_ASSUMPTION = re.compile(r"\bassum\w*\b[^,;.]*", re.IGNORECASE)
 _SPAN_BOUND = re.compile(r"[OΘΩÕ]\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
 
 
-def _counts_what(question: str, sentence: str, end: int) -> bool:
+_NEXT_WORD = re.compile(r"\s*([A-Za-z][\w-]*)")
+
+
+def _counts_what(counted: list[str], sentence: str, end: int) -> bool:
     """Whether the figure ending at `end` is followed by a word of what the question counts
-    (its next three words: "how many target languages")."""
-    counted = _COUNTED.search(question)
-    following = re.match(r"\s*([A-Za-z][\w-]*)", sentence[end:])
+    (`counted`: the terms of its next three words, "how many target languages")."""
+    following = _NEXT_WORD.match(sentence, end)
     word = lexical.terms(following.group(1)) if following else []
-    return bool(counted and word) and word[0] in lexical.terms(counted.group(1))
+    return bool(word) and word[0] in counted
 
 
 def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
@@ -299,7 +301,9 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
         counts = bool(_COUNT.search(question))
         candidates = [m for m in figures if counts or not m.group(0).strip().isdigit()]
         # A count of what is asked first: "278 tasks" for "How many tasks …", not "pass@1".
-        best = next((m for m in candidates if _counts_what(question, sentence, m.end())),
+        counted = _COUNTED.search(question)
+        counted_terms = lexical.terms(counted.group(1)) if counted else []
+        best = next((m for m in candidates if _counts_what(counted_terms, sentence, m.end())),
                     None) or next(iter(candidates), None)
         if best:
             return best.start(), best.start() + len(best.group(0).rstrip())

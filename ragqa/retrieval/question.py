@@ -27,10 +27,11 @@ from ragqa.retrieval.kinds import list_question_model
 _WHATS_THERE = (r"what(?:'s| is| do you have| have you got)(?: out)? (?:there |in here |here )?"
                 r"(?:on|about|for|regarding)")
 # Words that announce a new topic in a chat ("different question", "switching gears", "on
-# another note"): one vocabulary for the chat's rule that such a turn leaves the last papers
-# (ANNOUNCES, anywhere in a turn: answering/followups.py) and for the lead-in a topic loses
-# (_CHAT_LEAD, at its start and before a mark). Singular only: "Which one handles new topics?"
-# selects, "new directions in continual learning" is a topic.
+# another note"): the chat's rule that such a turn leaves the last papers (ANNOUNCES, anywhere
+# in a turn: answering/followups.py) and the lead-in a topic loses before a mark (_CHAT_LEAD;
+# its older lead words, which a space may end, and the request frames' few are still lists of
+# their own). Singular only: "Which one handles new topics?" selects, "new directions in
+# continual learning" is a topic.
 ANNOUNCEMENT = (r"(?:(?:different|another|new|separate|unrelated)\s+"
                 r"(?:thing|question|q|topic|subject|area|direction|query)"
                 r"|switch(?:ing)?\s+(?:topics?|gears|subjects?)"
