@@ -79,7 +79,7 @@ def record(limit: int, model_name: str) -> int:
     todo = [q for q in questions() if f"{q['set']}/{q['language']}/{q['id']}" not in replies]
     for i, q in enumerate(todo[:limit or None]):
         started = time.monotonic()
-        text = llm.complete(load_prompt("translate", settings).fill(question=q["question"]))
+        text = llm.complete(load_prompt("translate", settings).fill(question=q["question"])).text
         replies[f"{q['set']}/{q['language']}/{q['id']}"] = text.strip()
         print(f"[{i + 1}/{len(todo)}] {time.monotonic() - started:.1f}s {q['question'][:40]} -> "
               f"{text.strip()[:80]}", file=sys.stderr)

@@ -57,8 +57,8 @@ def warm_latencies(home: Path, collection: str, queries: list[str]) -> dict:
 
     from ragqa.config import load_settings
     from ragqa.index.store import Store
+    from ragqa.integrations.llama_index import as_llama_embedding
     from ragqa.models.encoders import make_encoder
-    from ragqa.models.llama_embedding import as_llama_embedding
     from ragqa.retrieval.retriever import Retriever
 
     settings = load_settings(os.environ)

@@ -13,7 +13,6 @@ imports this module for `ragqa --help`.
 
 from __future__ import annotations
 
-import copy
 import sys
 import threading
 import time
@@ -25,7 +24,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragqa import __version__
 from ragqa.answering import summarize as summaries
 from ragqa.answering.answer import Answer, answer_question, detect_language
 from ragqa.answering.chat import (
@@ -83,6 +81,7 @@ from ragqa.screening.screen import Progress
 from ragqa.sources import ReadReport, read_sources
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import Selection
+from ragqa.version import __version__
 
 if TYPE_CHECKING:
     from ragqa.answering.summarize import Summary
@@ -509,9 +508,6 @@ class App:
     switches to a snapshot written by an ingest since (reading the snapshot's CURRENT file is
     the only per-request cost); requests already running finish on the old one."""
     def __init__(self, settings: Settings, name: str, encoder: Any = None) -> None:
-        serve_one_thread_per_request()
-        if not settings.embed_threads:  # RAGQA_EMBED_THREADS, when set, still decides
-            settings = settings.with_overrides(embed_threads=1)
         self.settings, self.name = settings, name
         self._encoder = encoder  # shared with the App this one was opened from
         self._others: dict[str, App] = {}
@@ -529,10 +525,21 @@ class App:
         self._map_lock = threading.Lock()
 
     @classmethod
+    def serving(cls, settings: Settings, name: str) -> App:
+        """The App of a server (`ragqa serve`, `ragqa mcp`), whose parallelism is its requests:
+        the embedder and BLAS on one thread per request (RAGQA_EMBED_THREADS, when set, still
+        decides the embedder's). Process-wide, hence here and not in every App: a library
+        user's process is their own."""
+        serve_one_thread_per_request()
+        if not settings.embed_threads:
+            settings = settings.with_overrides(embed_threads=1)
+        return cls(settings, name)
+
+    @classmethod
     def open(cls, collection: str | None = None) -> App:
-        settings, name = settings_for(collection)
-        app = cls(settings, name)
-        app.retriever()  # load everything now, not on the first request
+        """A server's App with everything loaded now, not on the first request."""
+        app = cls.serving(*settings_for(collection))
+        app.retriever()
         return app
 
     # ------------------------------------------------------------ the warm parts
@@ -610,8 +617,8 @@ class App:
         return self._others[name]
 
     def llm(self, choice: str | None):
-        """The LLM for `choice`, built once; each caller gets its own copy (the client is
-        shared, the per-answer state such as the finish reason is not)."""
+        """The LLM for `choice`, built once and shared by every request (each call returns its
+        own Reply)."""
         choice = choice or "auto"
         if choice == "openai" and not self.settings.llm_configured:
             # A client may ask for the extractive answer, never for a model (and the network,
@@ -619,8 +626,7 @@ class App:
             raise UserError("this server has no LLM configured: ask with llm 'auto' or 'none'")
         if choice not in self._llms:
             self._llms[choice] = llm_for(self.settings, choice)
-        model = self._llms[choice]
-        return copy.copy(model) if model is not None else None
+        return self._llms[choice]
 
     # ------------------------------------------------------------ operations
 

@@ -483,31 +483,34 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise ConfigError("RAGQA_CHUNK_OVERLAP must be smaller than RAGQA_CHUNK_TOKENS")
     if settings.chunk_tokens > 254 and settings.embed_provider == "local":
         raise ConfigError("RAGQA_CHUNK_TOKENS must be at most 254 with the local embedder")
-    if any(secret.reveal() for secret in (settings.openai_api_key, settings.embed_api_key,
-                                          settings.chroma_token, settings.serve_token)):
-        _scrub_heap_memory()
     return settings
 
 
-def _scrub_heap_memory() -> None:
-    """Have glibc fill memory it hands out (and memory it takes back) with a fixed byte.
+def scrub_heap_if_secrets(settings: Settings) -> bool:
+    """Have glibc fill memory it hands out (and memory it takes back) with a fixed byte, when a
+    secret is set (whether it did).
 
     hnswlib, inside Chroma, writes its index's whole capacity to disk (data_level0.bin), slots
     malloc never initialised included: stale heap bytes, such as an HTTP request that carried
     an API key, would otherwise land in RAGQA_HOME (tests/test_faults.py caught a canary key
     there). Only with a secret set: it costs ~4 % of embedding speed. A no-op where malloc is
-    not glibc's."""
+    not glibc's. Process-wide: the CLI and the servers call it; a program that uses the Python
+    API with a secret set may (docs/python-api.md)."""
     import ctypes
     import sys
 
+    if not any(secret.reveal() for secret in (settings.openai_api_key, settings.embed_api_key,
+                                              settings.chroma_token, settings.serve_token)):
+        return False
     if not sys.platform.startswith("linux"):
-        return
+        return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        return
+        return False
     m_perturb = -6  # <malloc.h>: M_PERTURB
     mallopt(m_perturb, 0xA5)
+    return True
 
 
 # --- Writing: .env.example and the README's table --------------------------------------------

@@ -53,6 +53,20 @@ class InvalidField(UserError):
     http_status = 422
 
 
+class MissingExtra(UserError):
+    """An optional part of ragqa that this install lacks (HTTP 501): `pip install 'ragqa[x]'`."""
+
+    http_status = 501
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """MissingExtra unless `module` (of the extra `extra`) can be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtra(f"{what} needs ragqa's {extra!r} extra: pip install 'ragqa[{extra}]'")
+
+
 class ConfigError(UserError):
     """A setting has a value ragqa cannot use."""
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from ragqa.errors import EmbeddingError
+from ragqa.integrations.llama_index import as_llama_embedding
 from ragqa.models.encoders import MODEL_SHA256, LocalMiniLM
-from ragqa.models.llama_embedding import as_llama_embedding
 
 REFERENCE = Path(__file__).parent / "fixtures" / "minilm_reference.json"
 DIMENSION = 384

@@ -739,15 +739,16 @@ def test_secrets_stay_out_of_debug_tracebacks(seeded, llm_server):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc only")
 def test_with_a_secret_set_freed_memory_never_reaches_new_allocations(tmp_path):
     """What hnswlib (in Chroma) mallocs and writes to disk uninitialised must not hold a key
-    an earlier buffer held (config._scrub_heap_memory)."""
+    an earlier buffer held (config.scrub_heap_if_secrets, which the CLI and servers call)."""
     import ctypes
 
-    from ragqa.config import load_settings
+    from ragqa.config import load_settings, scrub_heap_if_secrets
 
     libc = ctypes.CDLL(None)
     libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
     libc.free.argtypes = [ctypes.c_void_p]
-    load_settings({"RAGQA_HOME": str(tmp_path), "RAGQA_ENV_FILE": "/x", "OPENAI_API_KEY": KEY})
+    assert scrub_heap_if_secrets(load_settings(
+        {"RAGQA_HOME": str(tmp_path), "RAGQA_ENV_FILE": "/x", "OPENAI_API_KEY": KEY}))
     buffer = KEY.encode() * 64
     for _ in range(3):
         old = libc.malloc(len(buffer))

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ragqa"
 
 # Lowest first: a module may import its own layer and the layers before it.
 LAYERS = [
-    ("base", ("ragqa", "ragqa.config", "ragqa.errors", "ragqa.text", "ragqa.resources",
+    ("base", ("ragqa.version", "ragqa.config", "ragqa.errors", "ragqa.text", "ragqa.resources",
               "ragqa.prompts", "ragqa.tokenizer")),
     ("sources", ("ragqa.sources",)),
     ("models", ("ragqa.models",)),
@@ -22,7 +22,10 @@ LAYERS = [
     ("answering", ("ragqa.answering",)),
     ("maps", ("ragqa.maps",)),
     ("app", ("ragqa.app", "ragqa.requests", "ragqa.evaluate")),
-    ("faces", ("ragqa.faces", "ragqa.__main__")),
+    # The Python API and its adapters: faces too, for code rather than people.
+    ("library", ("ragqa.api", "ragqa.results", "ragqa.integrations")),
+    # "ragqa" alone is the package's __init__: the front door, which offers the Python API.
+    ("faces", ("ragqa.faces", "ragqa.__main__", "ragqa")),
 ]
 
 

@@ -718,7 +718,7 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     if foreign and llm and query is None:
         translated = True
         query = llm.complete(load_prompt("translate", settings).fill(question=question)
-                             ).strip() or question
+                             ).text.strip() or question
     query = query or question
     follow_up = llm is None and referred is not None and bool(referred.papers)
 
@@ -839,8 +839,8 @@ def write_answer(retriever: Retriever, question: str, query: str, hits: list[Hit
     count = encoder.count_tokens
     prompt, sources, notices = prompt_within_context(retriever.store.settings, llm, question,
                                                      language, hits, count)
-    draft, timings = generate(llm, prompt, on_token, count)
-    if llm.last_finish_reason == "length":
+    draft, finish_reason, timings = generate(llm, prompt, on_token, count)
+    if finish_reason == "length":
         notices.append(message("notice.cut_short", language))
     listing = is_list_question(question) or is_list_question(query)
     draft = normalise_citations(draft, len(sources))
@@ -938,9 +938,10 @@ def fit_sources(hits: Sequence[Hit], budget: int, count: Callable[[str], int]
 
 
 def generate(llm: LLM, prompt: str, on_token: Callable[[str], None] | None,
-             count: Callable[[str], int]) -> tuple[str, dict]:
-    """The model's reply, streamed to `on_token` when given, and how long it took: the first
-    token's wait, and the prompt and answer tokens (the server's count, else ours)."""
+             count: Callable[[str], int]) -> tuple[str, str | None, dict]:
+    """The model's reply, streamed to `on_token` when given, why it stopped, and how long it
+    took: the first token's wait, and the prompt and answer tokens (the server's count, else
+    ours)."""
     started = time.monotonic()
     first: list[int] = []
     if on_token:
@@ -949,11 +950,14 @@ def generate(llm: LLM, prompt: str, on_token: Callable[[str], None] | None,
                 first.append(_ms(started))
             on_token(token)
 
-        draft = "".join(_forward(llm.stream(prompt), timed))
+        stream = llm.stream(prompt)
+        for _ in _forward(stream, timed):
+            pass
+        reply = stream.reply
     else:
-        draft = llm.complete(prompt)
-    usage = llm.last_usage or {}
-    return draft, {"first_token_ms": first[0] if first else _ms(started),
+        reply = llm.complete(prompt)
+    draft, usage = reply.text, reply.usage
+    return draft, reply.finish_reason, {"first_token_ms": first[0] if first else _ms(started),
                    "prompt_tokens": usage.get("prompt_tokens") or count(prompt),
                    "completion_tokens": usage.get("completion_tokens") or count(draft)}
 

@@ -328,7 +328,7 @@ def condense(question: str, session: Session, llm: LLM | None, settings: Setting
     if llm is not None:
         history = history_text(session, settings.chat_memory_tokens, count_tokens)
         standalone = llm.complete(load_prompt("condense", settings).fill(
-            history=history, question=question)).strip() or question
+            history=history, question=question)).text.strip() or question
         # The condensed question names what it refers to; only a selection keeps to the
         # earlier list, so that screening reads those papers and no others.
         return Condensed(standalone, standalone,

@@ -53,7 +53,6 @@ MIN_THEME_PAPERS = 2
 PER_THEME = 15  # papers a theme's paragraph is written from (its most central ones)
 SAMPLE_FOR_K = 2000
 OTHER = message("summary.other")  # a theme whose papers share no word
-LLM_CONCURRENCY = 4
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 # Words that make no key phrase on their own ("real world", "wide range", "recent advances",
 # "machine learning": a theme of a conference named "Machine learning" says nothing).
@@ -303,7 +302,7 @@ class _LLMCounter:
         self._lock = threading.Lock()
 
     def complete(self, prompt: str) -> str:
-        reply = self.llm.complete(prompt)
+        reply = self.llm.complete(prompt).text
         with self._lock:
             self.calls += 1
             self.tokens += self.count_tokens(prompt) + self.count_tokens(reply)
@@ -367,7 +366,7 @@ def _write_with_llm(summary: Summary, numbers: dict[str, int], llm: LLM,
     """Theme names and paragraphs (bounded concurrency), then an overview of the paragraphs:
     summaries of clusters, then a summary of the summaries."""
     counter = _LLMCounter(llm, retriever.store.encoder.count_tokens)
-    with ThreadPoolExecutor(max_workers=LLM_CONCURRENCY) as executor:
+    with ThreadPoolExecutor(max_workers=retriever.store.settings.llm_concurrency) as executor:
         summary.dropped_citations = sum(executor.map(
             lambda t: _write_theme(t, numbers, counter, retriever, summary.language),
             summary.themes))

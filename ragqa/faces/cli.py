@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragqa import __version__
 from ragqa.errors import UserError, disk_full_error, exit_code
 from ragqa.requests import (
     AskRequest,
@@ -35,6 +34,7 @@ from ragqa.requests import (
     options_of,
 )
 from ragqa.text import clean_question, json_text, safe
+from ragqa.version import __version__
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -76,6 +76,17 @@ def _ops() -> ModuleType:
     from ragqa import app as operations
 
     return operations
+
+
+def _settings_for(collection: str | None) -> tuple[Settings, str]:
+    """The settings and collection of a command; with a secret set, freed heap memory scrubbed
+    from now on (config.scrub_heap_if_secrets: process-wide, so the CLI's to do, not the
+    library's)."""
+    from ragqa.config import scrub_heap_if_secrets
+
+    settings, name = _ops().settings_for(collection)
+    scrub_heap_if_secrets(settings)
+    return settings, name
 
 
 def _renderer() -> Renderer:
@@ -152,7 +163,7 @@ def ingest(
                                 prune=prune, skip_bad=skip_bad, rebuild=rebuild,
                                 multilingual=multilingual, where=tuple(where or []),
                                 limit=limit)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         shown = not quiet and not as_json
         report = _ops().ingest(settings, name, request,
                                reading=lambda: out.status(enabled=shown),
@@ -252,7 +263,7 @@ def search(
         else:
             request = SearchRequest(question=question or "", k=k, cut=not no_cut, venue=venue,
                                     year=year, category=category)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         retriever = _ops().open_for_query(settings, name, quiet=as_json,
                                           question=None if batch else request.question)
         if batch is not None:
@@ -287,7 +298,7 @@ def ask(
         request = AskRequest(question=question, llm=llm or "auto", k=k, screen=screen,
                              venue=venue, year=year, category=category, unfold=unfold)
         _check_out_file("--bib", bib)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         model = _ops().llm_for(settings, request.llm)
         retriever = _ops().open_for_query(settings, name, quiet=as_json,
                                           question=request.question)
@@ -476,7 +487,7 @@ def chat(
     """Chat about the papers: follow-ups keep their context, every turn cites."""
     out = _renderer()
     with _errors(debug):
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         if list_:
             sessions = _ops().list_sessions(settings)
             if as_json:
@@ -530,7 +541,7 @@ def summarize(
         if out_file and not out_file.resolve().parent.is_dir():
             raise UserError(f"--out {out_file}: no folder {out_file.resolve().parent}")
         _check_out_file("--bib", bib)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         model = _ops().llm_for(settings, request.llm)
         retriever = _ops().open_for_query(settings, name, quiet=as_json)
         with out.status(enabled=not as_json) as report:
@@ -559,9 +570,17 @@ def summarize(
 def _summary_pictures(out_file: Path, retriever: Retriever, summary: Any,
                       report: Callable[[str], None]) -> list[tuple[str, str]]:
     """The pictures `summarize --out FILE.md` writes beside it (FILE.map.png, and
-    FILE.trend.png when the papers span three or more years): (alt text, file name) each."""
+    FILE.trend.png when the papers span three or more years): (alt text, file name) each;
+    none, said in one line, by an install without the maps extra (the text is written)."""
+    from ragqa.errors import MissingExtra, require_extra
     from ragqa.faces.pictures import map_picture, trend_picture
 
+    try:
+        require_extra("openTSNE", "maps", "the pictures beside the summary")
+        require_extra("matplotlib", "maps", "the pictures beside the summary")
+    except MissingExtra as exc:
+        sys.stderr.write(f"ragqa: {exc}\n")
+        return []
     drawn = _ops().summary_pictures(retriever, summary, on_progress=report)
     written = []
     map_file = out_file.with_name(f"{out_file.stem}.map.png")
@@ -594,7 +613,7 @@ def map_(
             if out_file.suffix.lower() not in (".html", ".png", ".svg"):
                 raise UserError(f"--out {out_file}: a map is written as .html, .png or .svg")
             _check_out_file("--out", out_file)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         retriever = _ops().open_for_query(settings, name, quiet=as_json)
         with out.status(enabled=not as_json) as report:
             result = _ops().paper_map(retriever, request, on_progress=report)
@@ -635,7 +654,7 @@ def trends(
             from ragqa.faces.pictures import check_picture_path
 
             check_picture_path("--out", out_file)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         retriever = _ops().open_for_query(settings, name, quiet=as_json)
         result = _ops().trends(retriever, request)
         if out_file is not None:
@@ -702,7 +721,7 @@ def eval_(
             raise UserError(f"--split must be a name such as test or dev, not {split!r}")
         ks = _recall_ks(k)
         dataset = locate_dataset(folder, corpus, queries, qrels, split)
-        settings, name = _ops().settings_for(collection or default_collection(dataset))
+        settings, name = _settings_for(collection or default_collection(dataset))
         data = load_eval_set(dataset, skip_bad=skip_bad)  # bad files fail before the store opens
         store = _ops().open_store(settings, name)
         shown = not quiet and not as_json
@@ -749,7 +768,7 @@ def papers(
         if fmt is not None and fmt not in writers:
             raise UserError(f"--format must be bibtex, csv or jsonl, not {fmt!r}")
         request = PapersRequest(offset=offset, limit=limit)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         retriever = _ops().open_for_query(settings, name, quiet=as_json or fmt is not None)
         _, items = _ops().papers_page(retriever, request)
         if fmt is not None:
@@ -769,7 +788,7 @@ def show(
     out = _renderer()
     with _errors(debug):
         request = ShowRequest(paper_id=paper_id)
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         retriever = _ops().open_for_query(settings, name, quiet=as_json)
         paper = _ops().find_paper(retriever, name, request)
         if as_json:
@@ -805,11 +824,11 @@ def serve(
     from ragqa.faces import http as server
 
     with _errors(debug):
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         secret = token if token is not None else settings.serve_token.reveal()
         server.check_bind(host, secret, cors)
         listening = server.listen(host, port)  # a port in use fails before the model loads
-        core = _ops().App(settings, name)
+        core = _ops().App.serving(settings, name)
         core.retriever()  # the embedder, Chroma and the BM25 snapshot, before any request
         server.run(core, listening, secret, cors, tuple(allow_host or ()), max_concurrent)
 
@@ -820,8 +839,8 @@ def mcp(collection: CollectionOpt = None, debug: DebugOpt = False) -> None:
     from ragqa.faces import mcp as mcp_server
 
     with _errors(debug):
-        settings, name = _ops().settings_for(collection)
-        core = _ops().App(settings, name)
+        settings, name = _settings_for(collection)
+        core = _ops().App.serving(settings, name)
         core.retriever()
         mcp_server.run_stdio(core)
 
@@ -837,7 +856,7 @@ def doctor(
 
     out = _renderer()
     with _errors(debug):
-        settings, name = _ops().settings_for(collection)
+        settings, name = _settings_for(collection)
         checks = run_checks(settings, name)
         if as_json:
             out.json({"version": __version__, "collection": name,

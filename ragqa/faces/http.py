@@ -25,7 +25,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragqa import __version__
 from ragqa.errors import TooLarge, UserError, error_message, http_status
 from ragqa.faces.mcp import DEFAULT_MAX_CONCURRENT, RETRY_AFTER_SECONDS, Busy, Slots, http_app
 from ragqa.faces.openai_compat import add_openai_routes, error_payload
@@ -42,6 +41,7 @@ from ragqa.requests import (
     options_of,
 )
 from ragqa.text import json_text
+from ragqa.version import __version__
 
 if TYPE_CHECKING:
     from ragqa.app import App

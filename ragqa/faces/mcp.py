@@ -15,7 +15,6 @@ import collections
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
-from ragqa import __version__
 from ragqa.errors import ServiceError, error_message
 from ragqa.requests import (
     EXPENSIVE,
@@ -28,6 +27,7 @@ from ragqa.requests import (
     TrendsRequest,
     options_of,
 )
+from ragqa.version import __version__
 
 if TYPE_CHECKING:
     from ragqa.app import App

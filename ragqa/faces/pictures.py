@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragqa.errors import UserError
+from ragqa.errors import UserError, require_extra
 
 COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"]  # as map.js
@@ -18,6 +18,8 @@ SIZE, DPI = (16, 10), 100
 
 
 def check_picture_path(option: str, path: Path) -> None:
+    """Before the work: a picture can be written there, by this install."""
+    require_extra("matplotlib", "maps", f"{option} (a picture)")
     if path.suffix.lower() not in FORMATS:
         raise UserError(f"{option} {path}: a picture is written as .png or .svg")
     if not path.resolve().parent.is_dir():

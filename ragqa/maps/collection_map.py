@@ -23,6 +23,7 @@ import numpy as np
 
 from ragqa.answering.messages import message
 from ragqa.answering.summarize import OTHER, choose_themes, theme_names
+from ragqa.errors import require_extra
 from ragqa.index.store import local_dir
 from ragqa.maps.layout import fit_layout, method_name, place
 from ragqa.sources.paper import Paper
@@ -70,6 +71,7 @@ class CollectionMap:
 def collection_map(retriever: Retriever, progress: Progress | None = None) -> CollectionMap:
     """The map of the collection as it is now: read from the cache, extended with the papers
     added since, or computed."""
+    require_extra("openTSNE", "maps", "the map of a collection")
     say = progress or (lambda text: None)
     index = retriever.lexical
     papers = index.all_papers() if index is not None else []

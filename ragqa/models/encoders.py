@@ -1,8 +1,8 @@
 """Text -> vectors: the offline ONNX MiniLM (default), OpenAI-compatible /v1/embeddings, and
 the multilingual e5 that questions in other languages are searched with.
 
-The encoders here are plain classes so that a search process does not pay ~2 s to import
-llama-index; `llama_embedding.as_llama_embedding()` wraps any of them as a llama-index
+The encoders here are plain classes: ragqa needs no llama-index.
+`ragqa.integrations.llama_index.as_llama_embedding()` wraps any of them as a llama-index
 `BaseEmbedding` for code that wants one.
 """
 

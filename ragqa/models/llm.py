@@ -1,28 +1,24 @@
-"""The LLM client: llama-index `OpenAI` for the official API, `OpenAILike` for any other
-OpenAI-compatible server (vLLM, llama.cpp server, Ollama, LM Studio). Streaming, timeouts,
-retries, and one clear error for every way an endpoint can fail. Prompts are built elsewhere
-(answer.py); this module only sends them.
+"""The LLM client, on the `openai` SDK: the official API, or any OpenAI-compatible server (vLLM,
+llama.cpp server, Ollama, LM Studio). Streaming, timeouts, retries with backoff (the SDK's,
+honouring Retry-After), structured output where the server offers it, and one clear error for
+every way an endpoint can fail. Each call returns its Reply (text, finish reason, token counts):
+one client serves every thread. Prompts are built elsewhere (answer.py); this module only sends
+them.
 """
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ragqa.config import client_endpoint
 from ragqa.errors import LLMError
-from ragqa.models import LLM
+from ragqa.models import LLM, Deltas, Reply, ReplyStream
 
 if TYPE_CHECKING:
     from ragqa.config import Settings
-
-# llama-index logs a WARNING before each retry ("Retrying ... as it raised RateLimitError: <the
-# server's error body>"). With no logging configured Python prints it on stderr: a second line
-# beside ragqa's one-line error, and one that repeats whatever the server echoed (an API key).
-logging.getLogger("llama_index.llms.openai.utils").setLevel(logging.ERROR)
 
 
 # The longest answer asked for; the prompt's sources are trimmed so that prompt plus this fit
@@ -32,6 +28,12 @@ MAX_ANSWER_TOKENS = 1024
 # here still holds it (screening.judge.parse_reply); the quotes after it are what is cut. The
 # 1.5B local model once wrote 540 tokens of quotes for ten candidates, at 3 tokens a second.
 MAX_JSON_TOKENS = 400
+OPENAI_API = "https://api.openai.com/v1"
+# Request fields a server may refuse (HTTP 400 naming them): the request is sent again without
+# the field, and the client never sends it again. `response_format`: older llama.cpp and some
+# proxies offer no structured output; `temperature`: OpenAI's reasoning models take only the
+# default; `stream_options`: servers that predate streamed usage.
+OPTIONAL_FIELDS = ("response_format", "temperature", "stream_options")
 
 
 def describe_failure(exc: BaseException, settings: Settings) -> str:
@@ -59,84 +61,15 @@ def describe_failure(exc: BaseException, settings: Settings) -> str:
     return message.replace(key, "***") if key else message
 
 
-def _client_retries(base: type) -> type:
-    """A llama-index OpenAI class whose openai client retries `_client_retries` times while
-    llama-index itself does not retry (its max_retries, 0, also went to the client), and waits
-    `_read_timeout` for data but only `_connect_timeout` to connect."""
-    from pydantic import PrivateAttr
-
-    class OneRetryLayer(base):  # type: ignore[misc, valid-type]
-        _client_retries: int = PrivateAttr(default=0)
-        _timeouts: tuple[float, float] = PrivateAttr(default=(60.0, 60.0))
-        _query: dict[str, str] = PrivateAttr(default_factory=dict)  # the base URL's query
-
-        def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
-            import httpx
-
-            connect, read = self._timeouts
-            return {**super()._get_credential_kwargs(is_async),
-                    "max_retries": self._client_retries, "default_query": self._query,
-                    "timeout": httpx.Timeout(read, connect=connect, write=connect,
-                                             pool=connect)}
-
-    return OneRetryLayer
-
-
 class ChatLLM:
-    """Completions from the configured endpoint, streamed or whole."""
+    """Chat completions from the configured endpoint, streamed or whole. Thread-safe."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.model = settings.llm_model
-        self._llm = self._build()
-        # "length" when the last reply stopped at the model's output limit: a cut answer
-        self.last_finish_reason: str | None = None
-        # the server's token counts of the last reply, when it sent them
-        self.last_usage: dict[str, int] = {}
-        # False once the server refused `response_format` (complete_json)
-        self._structured_output = True
-
-    def _build(self) -> Any:
-        # max_retries=0 turns off llama-index's own retry layer; the openai client under it
-        # retries (RAGQA_LLM_RETRIES times, honouring Retry-After). Both layers at once would
-        # multiply the attempts: 3 x 3 requests, minutes of silence, for RAGQA_LLM_RETRIES=2.
-        # A CPU model may read a long prompt for minutes before its first token: reads wait
-        # llm_first_token_timeout; stream() holds the tokens after the first to llm_timeout.
-        read = max(self.settings.llm_first_token_timeout, self.settings.llm_timeout)
-        key = self.settings.openai_api_key.reveal()
-        common: dict[str, Any] = {
-            "model": self.settings.llm_model, "timeout": read, "max_tokens": MAX_ANSWER_TOKENS,
-            "max_retries": 0, "temperature": 0.0, "api_key": key or "not-needed",
-        }
-        query: dict[str, str] = {}
-        if self.settings.openai_base_url:
-            from llama_index.llms.openai_like import OpenAILike
-
-            # Query and credentials apart from the URL (config.ClientEndpoint says why).
-            endpoint = client_endpoint(self.settings.openai_base_url, key)
-            query = endpoint.query
-            llm = _client_retries(OpenAILike)(
-                api_base=endpoint.base_url, default_headers=endpoint.headers or None,
-                is_chat_model=True, context_window=32768, **common)
-        else:
-            from llama_index.llms.openai import OpenAI
-
-            llm = _client_retries(OpenAI)(**common)
-        llm._client_retries = self.settings.llm_retries
-        llm._timeouts = (self.settings.llm_timeout, read)
-        llm._query = query
-        return llm
-
-    @property
-    def _json_llm(self) -> Any:
-        """The client for JSON replies: the same endpoint, at most MAX_JSON_TOKENS."""
-        if getattr(self, "_json_client", None) is None:
-            client = self._llm.model_copy(update={"max_tokens": MAX_JSON_TOKENS})
-            client._client_retries, client._timeouts = self._llm._client_retries, \
-                self._llm._timeouts
-            client._query = self._llm._query
-            self._json_client = client
-        return self._json_client
+        self._client = _openai_client(settings)
+        self._official = not settings.openai_base_url
+        self._refused: set[str] = set()  # OPTIONAL_FIELDS this server refused
 
     @property
     def description(self) -> str:
@@ -150,64 +83,73 @@ class ChatLLM:
                 else None
         return self._context
 
-    def _messages(self, prompt: str) -> list:
-        from llama_index.core.llms import ChatMessage
+    def _request(self, prompt: str, max_tokens: int, **optional: Any) -> dict[str, Any]:
+        """The chat request's fields, less those this server refused."""
+        # The official API counts `max_completion_tokens` (its reasoning models refuse
+        # `max_tokens`); servers that copy the API read `max_tokens`, older ones only that.
+        limit = "max_completion_tokens" if self._official else "max_tokens"
+        optional = {"temperature": 0.0, **optional}
+        return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                limit: max_tokens,
+                **{k: v for k, v in optional.items() if k not in self._refused}}
 
-        return [ChatMessage(role="user", content=prompt)]
+    def _create(self, prompt: str, max_tokens: int, **optional: Any) -> Any:
+        """One chat completion; a field the server refuses is dropped and the request sent
+        again (OPTIONAL_FIELDS)."""
+        while True:
+            request = self._request(prompt, max_tokens, **optional)
+            try:
+                return self._client.chat.completions.create(**request)
+            except Exception as exc:  # noqa: BLE001 - told by the caller, one line
+                # Of the fields this request sent: another thread may have dropped it already.
+                refused = _refused_field(exc, [f for f in OPTIONAL_FIELDS if f in request])
+                if refused is None:
+                    raise
+                self._refused.add(refused)
 
-    def complete(self, prompt: str) -> str:
+    def complete(self, prompt: str) -> Reply:
         """The whole reply, within llm_first_token_timeout (a reply that is not streamed has
         no first token before its last)."""
+        return self._whole(lambda: self._create(prompt, MAX_ANSWER_TOKENS))
+
+    def complete_json(self, prompt: str, schema: dict) -> Reply:
+        """The reply to a prompt that asks for a JSON object, with `schema` sent as structured
+        output (`response_format`) unless the server refused it once."""
+        structured = {"type": "json_schema",
+                      "json_schema": {"name": "reply", "schema": schema, "strict": False}}
+        return self._whole(lambda: self._create(prompt, MAX_JSON_TOKENS,
+                                                response_format=structured))
+
+    def _whole(self, call: Callable[[], Any]) -> Reply:
         try:
-            response = self._within(self.settings.llm_first_token_timeout,
-                                    lambda: self._llm.chat(self._messages(prompt)))
-            text = response.message.content
-            self.last_finish_reason = _finish_reason(response)
-            self.last_usage = _usage(response)
+            response = _within(self.settings.llm_first_token_timeout, call,
+                               lambda: self._stalled(started=False))
+            choice = response.choices[0]
+            text = choice.message.content
         except LLMError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
             raise LLMError(describe_failure(exc, self.settings)) from None
-        if text is None:  # an empty reply (a model that wrote nothing): the caller judges it
-            return ""
-        if not isinstance(text, str):
+        if text is not None and not isinstance(text, str):
             raise LLMError(describe_failure(ValueError("no text in the reply"), self.settings))
-        return text
+        # An empty reply (a model that wrote nothing) is "": the caller judges it.
+        return Reply(text or "", choice.finish_reason, _usage(response))
 
-    def complete_json(self, prompt: str, schema: dict) -> tuple[str, dict[str, int]]:
-        """The reply to a prompt that asks for a JSON object, with `schema` sent as structured
-        output (`response_format`); a server that refuses that (HTTP 400 naming it) is asked
-        again without, and from then on never with it. Thread-safe: nothing is kept on self
-        but that one flag."""
-        structured = {"type": "json_schema",
-                      "json_schema": {"name": "reply", "schema": schema, "strict": False}}
-        while True:
-            extra = {"response_format": structured} if self._structured_output else {}
-            try:
-                response = self._within(self.settings.llm_first_token_timeout,
-                                        lambda extra=extra: self._json_llm.chat(
-                                            self._messages(prompt), **extra))
-            except LLMError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
-                if extra and _refuses_structured_output(exc):
-                    self._structured_output = False
-                    continue
-                raise LLMError(describe_failure(exc, self.settings)) from None
-            text = response.message.content
-            return (text if isinstance(text, str) else ""), _usage(response)
-
-    def stream(self, prompt: str) -> Iterator[str]:
+    def stream(self, prompt: str) -> ReplyStream:
         """Text deltas as they arrive. The first may take llm_first_token_timeout (the model
         reads the prompt), each next one llm_timeout. A stream that breaks off or stalls
         raises LLMError: the caller must not present what arrived as a complete answer."""
-        finished = False
-        self.last_finish_reason, self.last_usage = None, {}
+        return ReplyStream(self._deltas(prompt))
+
+    def _deltas(self, prompt: str) -> Deltas:
         chunks: queue.Queue = queue.Queue()
+        # Streamed token counts: the official API sends them when asked; other servers either
+        # send them unasked or refuse the field once (OPTIONAL_FIELDS).
+        options = {"stream": True, "stream_options": {"include_usage": True}}
 
         def produce() -> None:
             try:
-                for chunk in self._llm.stream_chat(self._messages(prompt)):
+                for chunk in self._create(prompt, MAX_ANSWER_TOKENS, **options):
                     chunks.put(("chunk", chunk))
                 chunks.put(("end", None))
             except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
@@ -215,41 +157,28 @@ class ChatLLM:
 
         threading.Thread(target=produce, daemon=True, name="llm-stream").start()
         first_wait = max(self.settings.llm_first_token_timeout, self.settings.llm_timeout)
-        started = False
+        started, finish_reason, usage = False, None, {}
         while True:
             try:
-                kind, item = chunks.get(timeout=self.settings.llm_timeout if started
-                                        else first_wait)
+                kind, chunk = chunks.get(timeout=self.settings.llm_timeout if started
+                                         else first_wait)
             except queue.Empty:
                 raise LLMError(self._stalled(started)) from None
             if kind == "error":
-                raise LLMError(describe_failure(item, self.settings)) from None
+                raise LLMError(describe_failure(chunk, self.settings)) from None
             if kind == "end":
                 break
-            reason = _finish_reason(item)
-            if reason is not None:
-                finished, self.last_finish_reason = True, reason
-            self.last_usage = _usage(item) or self.last_usage
-            if item.delta:
-                started = True
-                yield item.delta
-        if not finished:  # the connection closed before the server said the answer was done
+            usage = _usage(chunk) or usage
+            for choice in chunk.choices or []:
+                finish_reason = choice.finish_reason or finish_reason
+                delta = choice.delta.content if choice.delta else None
+                if delta:
+                    started = True
+                    yield delta
+        if finish_reason is None:  # the connection closed before the server said it was done
             where = self.settings.llm_endpoint
             raise LLMError(f"LLM endpoint {where} broke off the answer mid-stream")
-
-    def _within(self, seconds: float, call: Any) -> Any:
-        """call() in a thread, given `seconds`: the client's own read timeout is the longest
-        of the two waits, so the shorter one is held here."""
-        result: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: result.put(_outcome(call)), daemon=True,
-                         name="llm-call").start()
-        try:
-            ok, value = result.get(timeout=max(seconds, 0.001))
-        except queue.Empty:
-            raise LLMError(self._stalled(started=False)) from None
-        if not ok:
-            raise value
-        return value
+        return finish_reason, usage
 
     def _stalled(self, started: bool) -> str:
         where = self.settings.llm_endpoint
@@ -260,12 +189,35 @@ class ChatLLM:
                 f"{self.settings.llm_first_token_timeout:g} s (RAGQA_LLM_FIRST_TOKEN_TIMEOUT)")
 
 
+def _openai_client(settings: Settings) -> Any:
+    """The SDK's client: it retries (RAGQA_LLM_RETRIES times, with exponential backoff and the
+    server's Retry-After) a refused connection, a timeout, a 408, 409, 429 or 5xx. A CPU model
+    may read a long prompt for minutes before its first token: reads wait
+    llm_first_token_timeout (stream() holds the tokens after the first to llm_timeout);
+    connecting waits llm_timeout."""
+    import httpx
+    import openai
+
+    key = settings.openai_api_key.reveal()
+    read = max(settings.llm_first_token_timeout, settings.llm_timeout)
+    connect = settings.llm_timeout
+    options: dict[str, Any] = {
+        "api_key": key or "not-needed", "max_retries": settings.llm_retries,
+        "timeout": httpx.Timeout(read, connect=connect, write=connect, pool=connect),
+        # Named, never read from the environment: the settings say where answers come from.
+        "base_url": OPENAI_API, "organization": None, "project": None}
+    if settings.openai_base_url:
+        # Query and credentials apart from the URL (config.ClientEndpoint says why).
+        endpoint = client_endpoint(settings.openai_base_url, key)
+        options.update(base_url=endpoint.base_url, default_headers=endpoint.headers or None,
+                       default_query=endpoint.query or None)
+    return openai.OpenAI(**options)
+
+
 class LocalGGUF:
     """A GGUF model run in-process by llama-cpp-python (`pip install '.[local]'`), no server.
-    Optional and not part of CI: llama-cpp-python compiles from source for about ten minutes."""
-
-    last_finish_reason: str | None = None
-    last_usage: dict[str, int] = {}  # noqa: RUF012 - llama-cpp-python's stream reports none
+    Optional and not part of CI: llama-cpp-python compiles from source for about ten minutes.
+    Its context is RAGQA_LLM_CONTEXT, the window answer prompts are fitted to."""
 
     def __init__(self, settings: Settings) -> None:
         try:
@@ -278,36 +230,46 @@ class LocalGGUF:
             raise LLMError(f"RAGQA_LLM_GGUF names no file: {path}")
         self.settings = settings
         self.model = path.name
-        self._llm = Llama(model_path=str(path), n_ctx=8192, verbose=False)
+        self._llm = Llama(model_path=str(path), n_ctx=settings.llm_context, verbose=False)
+        self._lock = threading.Lock()  # one llama.cpp context: one reply at a time
 
     @property
     def description(self) -> str:
         return f"{self.model} (local GGUF)"
 
     def context_window(self) -> int | None:
-        """None: the answer prompt is fitted to RAGQA_LLM_CONTEXT."""
-        return None
+        """RAGQA_LLM_CONTEXT: the context the model was loaded with."""
+        return self.settings.llm_context
 
-    def complete(self, prompt: str) -> str:
-        return "".join(self.stream(prompt))
+    def complete(self, prompt: str) -> Reply:
+        stream = self.stream(prompt)
+        for _ in stream:
+            pass
+        return stream.reply or Reply("")
 
-    def complete_json(self, prompt: str, schema: dict) -> tuple[str, dict[str, int]]:
-        """The reply, unconstrained (the screening parser reads JSON leniently); no counts."""
-        return self.complete(prompt), {}
+    def complete_json(self, prompt: str, schema: dict) -> Reply:
+        """The reply, unconstrained (the screening parser reads JSON leniently)."""
+        return self.complete(prompt)
 
-    def stream(self, prompt: str) -> Iterator[str]:
+    def stream(self, prompt: str) -> ReplyStream:
+        return ReplyStream(self._deltas(prompt))
+
+    def _deltas(self, prompt: str) -> Deltas:
         messages = [{"role": "user", "content": prompt}]
-        self.last_finish_reason = None
+        finish_reason = None
         try:
-            for chunk in self._llm.create_chat_completion(messages=messages, stream=True,
-                                                          temperature=0.0):
-                choice = chunk["choices"][0]
-                self.last_finish_reason = choice.get("finish_reason") or self.last_finish_reason
-                delta = choice.get("delta", {}).get("content")
-                if delta:
-                    yield delta
+            with self._lock:
+                for chunk in self._llm.create_chat_completion(
+                        messages=messages, stream=True, temperature=0.0,
+                        max_tokens=MAX_ANSWER_TOKENS):
+                    choice = chunk["choices"][0]
+                    finish_reason = choice.get("finish_reason") or finish_reason
+                    delta = choice.get("delta", {}).get("content")
+                    if delta:
+                        yield delta
         except Exception as exc:  # noqa: BLE001
             raise LLMError(f"local model {self.model} failed: {type(exc).__name__}") from None
+        return finish_reason, {}  # llama-cpp-python's stream reports no token counts
 
 
 def _served_context(settings: Settings) -> int | None:
@@ -328,32 +290,45 @@ def _served_context(settings: Settings) -> int | None:
     return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
 
 
-def _outcome(call: Any) -> tuple[bool, Any]:
+def _within(seconds: float, call: Callable[[], Any], stalled: Callable[[], str]) -> Any:
+    """call() in a thread, given `seconds`: the client's own read timeout is the longest of
+    the two waits, so the shorter one is held here."""
+    result: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: result.put(_outcome(call)), daemon=True,
+                     name="llm-call").start()
+    try:
+        ok, value = result.get(timeout=max(seconds, 0.001))
+    except queue.Empty:
+        raise LLMError(stalled()) from None
+    if not ok:
+        raise value
+    return value
+
+
+def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
     try:
         return True, call()
     except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
         return False, exc
 
 
-def _refuses_structured_output(exc: BaseException) -> bool:
-    """A 400 that names response_format or a schema: the server offers no structured output
-    (older llama.cpp, some proxies)."""
+def _refused_field(exc: BaseException, fields: list[str]) -> str | None:
+    """The request field that a 400 names, of `fields`: the server does not offer it."""
+    if getattr(exc, "status_code", None) != 400:
+        return None
     text = str(getattr(exc, "message", "") or exc).lower()
-    return getattr(exc, "status_code", None) == 400 and any(
-        word in text for word in ("response_format", "json_schema", "schema", "grammar"))
+    if "response_format" in fields and any(
+            word in text for word in ("response_format", "json_schema", "schema", "grammar")):
+        return "response_format"
+    return next((f for f in fields if f != "response_format" and f in text), None)
 
 
 def _usage(response: Any) -> dict[str, int]:
-    usage = getattr(getattr(response, "raw", None), "usage", None)
+    usage = getattr(response, "usage", None)
     if usage is None:
         return {}
     return {name: int(getattr(usage, name, 0) or 0)
             for name in ("prompt_tokens", "completion_tokens")}
-
-
-def _finish_reason(chunk: Any) -> str | None:
-    choices = getattr(getattr(chunk, "raw", None), "choices", None) or []
-    return getattr(choices[0], "finish_reason", None) if choices else None
 
 
 def make_llm(settings: Settings) -> LLM | None:

@@ -191,7 +191,8 @@ class LLMJudge:
                                   candidates=candidate_blocks(batch))
         reply = BatchReply({})
         for _ in range(ATTEMPTS):
-            text, usage = self.llm.complete_json(prompt, REPLY_SCHEMA)
+            answer = self.llm.complete_json(prompt, REPLY_SCHEMA)
+            text, usage = answer.text, answer.usage
             reply.prompt_tokens += usage.get("prompt_tokens", 0)
             reply.completion_tokens += usage.get("completion_tokens", 0)
             parsed = parse_reply(text, len(batch))

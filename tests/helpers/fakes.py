@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from ragqa.models import Reply, ReplyStream
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -47,8 +49,6 @@ class ScriptedLLM:
     def __init__(self, reply: Callable[[str], str]) -> None:
         self.reply = reply
         self.prompts: list[str] = []
-        self.last_finish_reason: str | None = None
-        self.last_usage: dict[str, int] = {}
 
     @property
     def description(self) -> str:
@@ -57,13 +57,16 @@ class ScriptedLLM:
     def context_window(self) -> int | None:
         return None
 
-    def complete(self, prompt: str) -> str:
+    def complete(self, prompt: str) -> Reply:
         self.prompts.append(prompt)
-        self.last_finish_reason = "stop"
-        return self.reply(prompt)
+        return Reply(self.reply(prompt), "stop")
 
-    def stream(self, prompt: str) -> Iterator[str]:
-        yield from re.findall(r"\S+\s*", self.complete(prompt))
+    def stream(self, prompt: str) -> ReplyStream:
+        def deltas():
+            yield from re.findall(r"\S+\s*", self.complete(prompt).text)
+            return "stop", {}
 
-    def complete_json(self, prompt: str, schema: dict) -> tuple[str, dict[str, int]]:
-        return self.complete(prompt), {}
+        return ReplyStream(deltas())
+
+    def complete_json(self, prompt: str, schema: dict) -> Reply:
+        return self.complete(prompt)

@@ -1,6 +1,7 @@
-"""A small OpenAI-compatible server for the tests, on 127.0.0.1: the real `openai` client (through
-llama-index) talks HTTP to it, streaming and not. A test sets `server.reply` to decide what
-each request gets, and reads `server.requests` to see what ragqa sent.
+"""A small OpenAI-compatible server for the tests, on 127.0.0.1: the real `openai` client talks
+HTTP to it, streaming and not (and llama-index's OpenAILike, in tests/test_llama_index.py). A
+test sets `server.reply` to decide what each request gets, and reads `server.requests` to see
+what ragqa sent.
 
 /v1/embeddings answers with vectors unless `server.embed_reply(n, body)` (n: the 1-based number
 of the embeddings request) returns a failing Reply; a Reply of status 200 means vectors after its
@@ -317,7 +318,18 @@ class LoopbackLLM:
                         "model": body.get("model", "loopback-model"),
                         "choices": [{"index": 0, "delta": {},
                                      "finish_reason": reply.finish_reason}]}
-                self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+                self.wfile.write(f"data: {json.dumps(done)}\n\n".encode())
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    # As OpenAI's API streams the counts: one last chunk with no choices.
+                    text = "".join(words)
+                    usage = {"id": "chatcmpl-test", "object": "chat.completion.chunk",
+                             "created": 0, "model": body.get("model", "loopback-model"),
+                             "choices": [], "usage": {
+                                 "prompt_tokens": rough_tokens(prompt_of(body)),
+                                 "completion_tokens": rough_tokens(text),
+                                 "total_tokens": rough_tokens(prompt_of(body) + text)}}
+                    self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
                 self.close_connection = True
 
