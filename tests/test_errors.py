@@ -15,7 +15,7 @@ from ragqa.errors import error_message, exit_code, http_status
 from ragqa.requests import SearchRequest, SummarizeRequest
 
 USER = {"UserError": 400, "NotFound": 404, "TooLarge": 413, "InvalidField": 422,
-        "ConfigError": 400, "CorpusError": 400, "IndexMismatchError": 400}
+        "ConfigError": 400, "CorpusError": 400, "IndexMismatchError": 400, "MissingExtra": 501}
 SERVICE = {"ServiceError", "StoreError", "SnapshotError", "LockTimeout", "EmbeddingError",
            "RerankError", "GlossaryError", "LLMError", "DiskFullError"}
 

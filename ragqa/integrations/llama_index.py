@@ -27,18 +27,22 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.response.schema import Response
-from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from llama_index.core.vector_stores.types import (
-    FilterCondition,
-    FilterOperator,
-    MetadataFilter,
-    MetadataFilters,
-)
+try:
+    from llama_index.core.base.base_query_engine import BaseQueryEngine
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.base.response.schema import Response
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+except ImportError as exc:  # said as what to install, not as a missing module
+    raise ImportError("ragqa.integrations.llama_index needs llama-index: "
+                      "pip install 'ragqa[llama-index]'") from exc
 from pydantic import PrivateAttr
 
 from ragqa.api import Collection

