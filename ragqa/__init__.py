@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 from ragqa.version import __version__
 
 if TYPE_CHECKING:
-    from ragqa.api import Chat, Collection, open
+    from ragqa.api import Chat, Collection
+    from ragqa.api import open as open
 
-__all__ = ["Chat", "Collection", "__version__", "open"]
+# Not `open`: `from ragqa import *` must not hide the builtin (`ragqa.open` is the way in).
+__all__ = ["Chat", "Collection", "__version__"]
 _API = ("Chat", "Collection", "open")
 
 

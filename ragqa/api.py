@@ -28,9 +28,10 @@ from typing import Any
 
 from ragqa import app as operations
 from ragqa.answering.chat import Session, load_session, new_session, save_session
-from ragqa.config import Settings, declarations, load_settings
+from ragqa.config import Secret, Settings, declarations, load_settings, scrub_heap_if_secrets
 from ragqa.errors import UserError
 from ragqa.index.store import validate_collection_name
+from ragqa.models import Encoder
 from ragqa.requests import (
     AskRequest,
     ChatRequest,
@@ -44,19 +45,24 @@ from ragqa.requests import (
 )
 from ragqa.results import Answer, ChatTurn, IngestReport, Paper, PapersPage, SearchResults, Summary
 
-__all__ = ["Chat", "Collection", "open"]
+# Not `open`: `from ragqa.api import *` must not hide the builtin (ragqa.open is the way in).
+__all__ = ["Chat", "Collection"]
 
 
 def open(collection: str | None = None, *, home: str | os.PathLike | None = None,
          environ: Mapping[str, str] | None = None, **settings: Any) -> Collection:
     """A collection of the store under `home` (default RAGQA_HOME, else the user's data folder).
 
-    Settings are read as the CLI reads them, from `environ` (default: os.environ) over `.env`;
-    keyword arguments override them by field name, e.g. `llm_model="gpt-4o-mini"`,
+    Settings are read as the CLI reads them, from `environ` (default: os.environ) over the
+    `.env` file that RAGQA_ENV_FILE names (default: `.env` in the current folder, which
+    `environ={"RAGQA_ENV_FILE": "/dev/null"}` turns off); keyword arguments override them by
+    field name, e.g. `llm_model="gpt-4o-mini"`,
     `openai_base_url="http://127.0.0.1:8080/v1"`, `chroma_host="db.lan"` (the names are the
     fields of ragqa.config.Settings; their variables are in the README's settings table).
     Nothing is loaded until the first operation; a collection that does not exist yet is
-    created by its first `ingest`.
+    created by its first `ingest`. The default collection, empty and never ingested into,
+    takes in the bundled seeds (29 ICML 2026 abstracts) on its first question, as the CLI's
+    does: name a collection of your own for your papers.
     """
     variables = {name: declared.env for name, declared in declarations()}
     given = dict(os.environ if environ is None else environ)
@@ -77,9 +83,16 @@ def open(collection: str | None = None, *, home: str | os.PathLike | None = None
 
 
 def _as_variable(value: Any) -> str:
+    if isinstance(value, Secret):
+        return value.reveal()
     if isinstance(value, bool):
         return "true" if value else "false"
-    return "" if value is None else str(value)
+    if value is None:
+        return ""
+    if not isinstance(value, str | int | float | os.PathLike):
+        raise UserError(f"a setting is text, a number, a path or a bool, not "
+                        f"{type(value).__name__}")
+    return str(value)
 
 
 class Collection:
@@ -97,6 +110,11 @@ class Collection:
     @property
     def settings(self) -> Settings:
         return self._app.settings
+
+    @property
+    def encoder(self) -> Encoder:
+        """The collection's embedder (the one it was built with), loaded on first use."""
+        return self._app.retriever().store.encoder
 
     def __repr__(self) -> str:
         return f"<ragqa.Collection {self.name!r} in {self.settings.home}>"
@@ -120,7 +138,13 @@ class Collection:
                on_progress: Callable[[str], None] | None = None) -> IngestReport:
         """Add the papers of files or folders (any format of docs/sources.md; `seeds`: the
         bundled ICML 2026 abstracts): incremental, as `ragqa ingest`. `on_progress` is told
-        each step ("Reading: 1,200 records read, 1,200 kept", "Embedding 300/1200")."""
+        each step ("Reading: 1,200 records read, 1,200 kept", "Embedding 300/1,200").
+
+        With a secret set (an API key, a token) and the embedded store, freed memory is
+        scrubbed from then on (config.scrub_heap_if_secrets), the one change to the process
+        the API makes: otherwise Chroma's index files can hold a key's bytes."""
+        if not self.settings.uses_chroma_server:
+            scrub_heap_if_secrets(self.settings)
         request = IngestRequest(paths=tuple(str(Path(p)) for p in paths), seeds=seeds,
                                 prune=prune, skip_bad=skip_bad, rebuild=rebuild,
                                 multilingual=multilingual, where=tuple(where), limit=limit)
@@ -225,6 +249,8 @@ class Chat:
         request = ChatRequest(message=message, llm=llm, screen=screen)
         app = self._collection._app
         with self._lock:
+            if self._session.turns:  # what another Chat, or `ragqa chat --resume`, added since
+                self._session = load_session(app.settings, self.session_id, exact=True)
             _, turn = operations.chat_turn(self._session, request, app.retriever(),
                                            app.llm(request.llm), on_token)
             save_session(app.settings, self._session)

@@ -507,8 +507,13 @@ class App:
     the Chroma client and the BM25 snapshot load once. Each request asks `retriever()`, which
     switches to a snapshot written by an ingest since (reading the snapshot's CURRENT file is
     the only per-request cost); requests already running finish on the old one."""
-    def __init__(self, settings: Settings, name: str, encoder: Any = None) -> None:
+    def __init__(self, settings: Settings, name: str, encoder: Any = None,
+                 follow_in_background: bool = False) -> None:
         self.settings, self.name = settings, name
+        # On a shared Chroma server: a server follows other machines' writes on a thread of
+        # its own (_follow_the_server); a library's App looks before each operation instead,
+        # starting no thread that outlives it.
+        self._follow_in_background = follow_in_background
         self._encoder = encoder  # shared with the App this one was opened from
         self._others: dict[str, App] = {}
         self._lock = threading.Lock()
@@ -533,7 +538,7 @@ class App:
         serve_one_thread_per_request()
         if not settings.embed_threads:
             settings = settings.with_overrides(embed_threads=1)
-        return cls(settings, name)
+        return cls(settings, name, follow_in_background=True)
 
     @classmethod
     def open(cls, collection: str | None = None) -> App:
@@ -579,7 +584,11 @@ class App:
                                      f"{said}\n")
 
     def retriever(self) -> Retriever:
-        self._follow_the_server()
+        if self._follow_in_background:
+            self._follow_the_server()
+        elif self.settings.uses_chroma_server and self._retriever is not None:
+            # Other machines' writes, looked for now: one request to the server.
+            follow(self._retriever.store, wait=False)
         snapshot = self._current_snapshot()
         retriever = self._retriever
         if retriever is not None and snapshot == self._snapshot:
@@ -613,7 +622,7 @@ class App:
                                    f"{', '.join(c['name'] for c in self.collections())})")
                 self._others[name] = App(self.settings, name,
                                          self._retriever.store.encoder if self._retriever
-                                         else self._encoder)
+                                         else self._encoder, self._follow_in_background)
         return self._others[name]
 
     def llm(self, choice: str | None):

@@ -99,6 +99,48 @@ def test_metadata_filters_are_honoured(papers):
     assert top == {"Hibiki-Zero"}
 
 
+def test_filters_mean_what_llama_index_says_in_every_path(tmp_path):
+    """Pushed into ragqa's search or applied to the nodes, a filter gives the same answer:
+    exact venue, category membership, contradictory equalities, a bad year said in one line."""
+    import json
+
+    from ragqa.errors import InvalidField
+
+    records = [("s1", "Streaming speech recognition", "ICML", 2024, "cs.SD cs.CL"),
+               ("s2", "Speech synthesis with diffusion", "NeurIPS", 2023, "cs.SD"),
+               ("s3", "Spoken dialogue agents that listen while speaking", "ICML", 2024,
+                "cs.CL"),
+               ("v1", "Image segmentation transformers", "ICML", 2024, "cs.CV")]
+    source = tmp_path / "papers.jsonl"
+    source.write_text("".join(json.dumps({
+        "id": i, "title": t, "venue": v, "year": y, "categories": c,
+        "abstract": f"{t}. We study {t.lower()} and report results on standard benchmarks."})
+        + "\n" for i, t, v, y, c in records))
+    mine = ragqa.open("filters", home=tmp_path / "home")
+    mine.ingest(source)
+
+    def ids(*filters, condition=FilterCondition.AND):
+        nodes = PaperRetriever(mine, cut=False, similarity_top_k=10, filters=MetadataFilters(
+            filters=list(filters), condition=condition)).retrieve("speech")
+        return {n.node.node_id for n in nodes}
+
+    assert ids() == {"s1", "s2", "s3", "v1"}
+    assert ids(MetadataFilter(key="venue", value="ICML")) == {"s1", "s3", "v1"}
+    assert ids(MetadataFilter(key="venue", value="icml")) == set()  # exact, as llama-index says
+    assert ids(MetadataFilter(key="category", value="cs.SD")) == {"s1", "s2"}  # pushed
+    both = ids(MetadataFilter(key="category", value="cs.SD"),
+               MetadataFilter(key="year", value=2024, operator=FilterOperator.GTE))
+    assert both == {"s1"}  # one pushed, one not: the same meaning
+    assert ids(MetadataFilter(key="year", value=2024),
+               MetadataFilter(key="year", value=2023)) == set()  # contradictory
+    assert ids(MetadataFilter(key="year", value=2024), MetadataFilter(key="year", value=2023),
+               condition=FilterCondition.OR) == {"s1", "s2", "s3", "v1"}
+    assert ids(MetadataFilter(key="category", value=["cs.CV", "cs.CL"],
+                              operator=FilterOperator.IN)) == {"s1", "s3", "v1"}
+    with pytest.raises(InvalidField, match="year filter must be a whole number"):
+        ids(MetadataFilter(key="year", value="last year"))
+
+
 def test_a_retriever_query_engine_reads_the_abstracts(papers, llm_server):
     seen = []
 

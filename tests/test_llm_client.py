@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -60,9 +61,60 @@ def test_a_field_the_server_refuses_is_dropped_once_and_for_all(tmp_path, llm_se
     llm_server.reply = reply
     client = _client(tmp_path, llm_server)
     assert "".join(client.stream("First.")) == "fine "
-    assert client.complete("Second.").text == "fine"
+    assert "".join(client.stream("Second.")) == "fine "
+    assert client.complete("Third.").text == "fine"
     sent = [field in r["body"] for r in llm_server.requests]
-    assert sent == [True, False, False]  # refused once, never sent again
+    assert sent == [True, False, False, False]  # refused once, never sent again
+
+
+def test_a_server_that_wants_max_completion_tokens_gets_it(tmp_path, llm_server):
+    """OpenAI's reasoning models, reached through a base URL (a proxy, Azure)."""
+    def reply(body):
+        if "max_tokens" in body:
+            return Reply(status=400, error_message="Unsupported parameter: 'max_tokens' is not "
+                         "supported with this model. Use 'max_completion_tokens' instead.")
+        return Reply("fine")
+
+    llm_server.reply = reply
+    client = _client(tmp_path, llm_server)
+    assert client.complete("First.").text == "fine"
+    assert "".join(client.stream("Second.")) == "fine "
+    limits = [(r["body"].get("max_tokens"), r["body"].get("max_completion_tokens"))
+              for r in llm_server.requests]
+    assert limits == [(MAX_ANSWER_TOKENS, None), (None, MAX_ANSWER_TOKENS),
+                      (None, MAX_ANSWER_TOKENS)]
+
+
+def test_the_official_api_is_asked_with_max_completion_tokens(tmp_path):
+    client = ChatLLM(load_settings({"RAGQA_HOME": str(tmp_path), "RAGQA_ENV_FILE": "/x",
+                                    "OPENAI_API_KEY": "sk-test"}))
+    request = client._request("Hello.", 10)
+    assert request["max_completion_tokens"] == 10 and "max_tokens" not in request
+    assert str(client._client.base_url).startswith("https://api.openai.com/v1")
+
+
+def test_the_environment_s_openai_organization_is_never_sent(tmp_path, llm_server,
+                                                              monkeypatch):
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-the-environment")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-from-the-environment")
+    llm_server.reply = lambda body: Reply("fine")
+    assert _client(tmp_path, llm_server).complete("Hello.").text == "fine"
+    headers = {k.lower(): v for k, v in llm_server.requests[-1]["headers"].items()}
+    assert "openai-organization" not in headers and "openai-project" not in headers
+
+
+def test_a_stream_left_early_closes_the_connection(tmp_path, llm_server):
+    """A caller that stops reading (an interrupted notebook cell, a web client gone) ends the
+    request: the server stops writing an answer no one reads."""
+    llm_server.reply = lambda body: Reply(" ".join(["word"] * 60), chunk_delay=0.05)
+    stream = _client(tmp_path, llm_server).stream("Talk.")
+    for _ in stream:
+        break
+    deadline = time.monotonic() + 10
+    while not llm_server.chunks_sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert llm_server.streams_left == 1 and llm_server.chunks_sent[0] < 30
+    assert stream.reply is None
 
 
 def test_another_400_is_an_error_not_a_retry_without_fields(tmp_path, llm_server):

@@ -19,7 +19,7 @@ import pytest
 
 import ragqa
 from ragqa import results
-from ragqa.errors import NotFound, UserError
+from ragqa.errors import LLMError, NotFound, UserError
 from ragqa.requests import AskRequest, IngestRequest, SearchRequest, SummarizeRequest
 
 from .helpers import FULL_DUPLEX, REPO
@@ -129,10 +129,15 @@ def test_bad_input_is_a_user_error_with_one_line(tmp_path):
 
 
 def test_settings_are_named_by_field_and_validated(tmp_path):
+    from ragqa.config import Secret
+
     papers = ragqa.open("c1", home=tmp_path, llm_model="m1", chunk_tokens=200,
-                        openai_base_url="http://127.0.0.1:9/v1")
+                        openai_base_url="http://127.0.0.1:9/v1", openai_api_key=Secret("sk-1"))
     assert papers.settings.home == tmp_path and papers.settings.llm_model == "m1"
     assert papers.settings.chunk_tokens == 200 and papers.settings.llm_configured
+    assert papers.settings.openai_api_key.reveal() == "sk-1"
+    with pytest.raises(UserError, match="not list"):
+        ragqa.open(home=tmp_path, llm_model=["a"])
     with pytest.raises(UserError, match="RAGQA_CHUNK_TOKENS"):
         ragqa.open(home=tmp_path, chunk_tokens=1000)
 
@@ -149,16 +154,67 @@ def test_every_request_option_is_a_keyword_of_the_api():
         assert wanted <= names, f"{method.__name__} lacks {wanted - names}"
 
 
-def test_opening_and_asking_change_nothing_process_wide(papers):
-    from threadpoolctl import threadpool_info
+def test_opening_and_asking_change_nothing_process_wide(seeded, home):
+    """In a fresh interpreter (this one's BLAS and malloc were set by servers and CLI runs):
+    the environment, the BLAS threads, the threads left running, the loggers' levels."""
+    code = f"""
+import logging, os, threading
+# The libraries ragqa uses, imported before the first look: their BLAS and their own loggers
+# (bm25s sets its own level) are theirs, not ragqa's doing.
+import numpy, bm25s, chromadb, httpx, openai, onnxruntime
+from threadpoolctl import threadpool_info
+import ragqa
 
-    before = (dict(os.environ), [p["num_threads"] for p in threadpool_info()])
-    answer = papers.ask("Which papers work on molecules?")
-    assert answer.citations
-    # The multilingual model sets OpenMP's variables for its own load only.
-    assert papers.ask("全双工语音的论文有哪些？").citations
-    assert (dict(os.environ), [p["num_threads"] for p in threadpool_info()]) == before
-    assert papers.settings.embed_threads == 0  # the server's one thread per request is not set
+def state():
+    return (dict(os.environ), {{p["filepath"]: p["num_threads"] for p in threadpool_info()}},
+            {{name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}})
+
+before = state()
+papers = ragqa.open(home={str(home)!r})
+assert papers.ask("Which papers work on molecules?").citations
+assert papers.ask("全双工语音的论文有哪些？").citations  # the multilingual model loads
+assert papers.search("speech").results
+after = state()
+assert after[0] == before[0], set(after[0].items()) ^ set(before[0].items())
+assert all(after[1][lib] == threads for lib, threads in before[1].items()), (before, after)
+changed = {{k: v for k, v in after[2].items() if k in before[2] and before[2][k] != v}}
+assert not changed, changed
+alive = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon
+         and t is not threading.main_thread()]
+assert not alive, alive
+print("unchanged")
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "unchanged", run.stderr[-2000:]
+
+
+def test_an_llm_writes_the_turns_and_summaries_it_is_asked_for(papers, llm_server):
+    from .helpers.llm_server import Reply, prompt_of
+
+    def reply(body):
+        prompt = prompt_of(body)
+        if "Moshi-RAG" in prompt:
+            number = re.search(r"\[(\d+)\][^\[]*Moshi-RAG", prompt)
+            cited = number.group(1) if number else 1
+            return Reply(f"Moshi-RAG answers spoken questions [{cited}].")
+        return Reply("These papers study speech [1].")
+
+    llm_server.reply = reply
+    with ragqa.open(home=papers.settings.home, openai_base_url=llm_server.url,
+                    llm_model="loopback-model", llm_retries=0) as written:
+        chat = written.chat()
+        turn = chat.ask(FULL_DUPLEX)
+        assert turn.mode == "llm" and turn.model.startswith("loopback-model via ")
+        assert isinstance(turn, results.ChatTurn) and turn.citations
+        summary = written.summarize("speech")
+        assert summary.mode == "llm" and summary.llm_calls > 0
+        llm_server.reply = lambda body: Reply(status=401, error_message="bad key sk-canary")
+        with pytest.raises(LLMError) as failed:
+            written.ask(FULL_DUPLEX)
+        said = str(failed.value)
+        assert "\n" not in said and "rejected the API key" in said and "sk-canary" not in said
 
 
 def test_import_ragqa_stays_light():
@@ -191,3 +247,36 @@ def test_the_docs_examples_run(tmp_path, _seeded_template):
                          cwd=tmp_path, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Traceback" not in run.stderr
+
+
+def test_a_key_never_reaches_the_files_an_api_ingest_writes(tmp_path, llm_server, seeds_copy):
+    """The API's one process-wide change: with a secret set, an ingest into the embedded store
+    scrubs freed memory first (as the CLI does), so that hnswlib's index files, written from
+    uninitialised memory, never hold bytes of a key that an earlier request carried."""
+    from .helpers.llm_server import Reply
+
+    key = "sk-api-canary-5d1e9b3f7a2c4e6081"
+    llm_server.reply = lambda body: Reply(status=500, error_message=f"echo {key}")
+    home = tmp_path / "home"
+    code = f"""
+import ragqa
+from ragqa.errors import LLMError
+papers = ragqa.open("mine", home={str(home)!r}, openai_base_url={llm_server.url!r},
+                    openai_api_key={key!r}, llm_retries=0)
+papers.ingest({str(seeds_copy)!r})
+for _ in range(3):
+    try:
+        papers.ask("Which papers do full-duplex speech?")
+    except LLMError as exc:
+        assert {key!r} not in str(exc)
+papers.ingest({str(seeds_copy)!r}, rebuild=True)
+print("done")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, timeout=600,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI")})
+    assert run.returncode == 0 and run.stdout.strip() == "done", run.stderr[-2000:]
+    assert key not in run.stderr
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path

@@ -11,14 +11,15 @@ are papers, and a query engine whose source nodes are the answer's checked citat
     response = engine.query("Which papers do full-duplex speech?")
     response.source_nodes                           # the cited papers, in citation order
 
-`EncoderEmbedding` is ragqa's embedder as a llama-index `BaseEmbedding`, for an index of one's own.
+`as_llama_embedding(papers.encoder)` is ragqa's embedder as a llama-index `BaseEmbedding`.
 
 Each node is one paper: its abstract as text; title, venue, year, url, authors, source, the
-sentence that shows why (`best_sentence`), its `tier` and `paper_id` as metadata (the title
-and venue reach an LLM, the rest stays out of its prompt). `MetadataFilters` are honoured on
-every metadata key, with any operator and condition; the ones ragqa's own filters can do
-(venue, year, category, all required) narrow the search itself. llama-index is imported here
-only: the rest of ragqa never needs it.
+sentence that shows why (`best_sentence`), its `tier` and `paper_id` as metadata, and an arXiv
+paper's `category` list (the title, venue and year reach an LLM, the rest stays out of its
+prompt). `MetadataFilters` are honoured on every metadata key, with any operator and condition,
+as llama-index defines them (exact values; equality on a list is membership); a single
+equality on `year` or `category` also narrows ragqa's search itself. llama-index is imported
+here only: the rest of ragqa never needs it.
 """
 
 from __future__ import annotations
@@ -46,25 +47,31 @@ except ImportError as exc:  # said as what to install, not as a missing module
 from pydantic import PrivateAttr
 
 from ragqa.api import Collection
+from ragqa.errors import InvalidField
 from ragqa.models import Encoder
 from ragqa.results import Answer
+from ragqa.sources.select import split_categories
 
 __all__ = ["EncoderEmbedding", "PaperQueryEngine", "PaperRetriever", "as_llama_embedding",
            "paper_node"]
 
 #: Metadata an LLM reads with a paper's abstract; the rest is for code (ids, scores, links).
 LLM_METADATA = ("title", "venue", "year")
-#: The keys ragqa's own search filters on (equality, all required): pushed into the search.
-PUSHED_DOWN = ("venue", "year", "category")
+#: The keys ragqa's own search can filter on with a MetadataFilter's meaning (exact equality):
+#: pushed into the search. Its venue filter also matches the venue's label, in any case, so a
+#: venue filter is only applied to the nodes.
+PUSHED_DOWN = ("year", "category")
 
 
 def paper_node(collection: Collection, paper_id: str, **metadata: Any) -> TextNode:
     """The paper as a TextNode: the abstract as text, the paper's fields as metadata."""
     paper = collection.paper(paper_id)
-    fields = {"paper_id": paper.paper_id, "title": paper.title, "venue": paper.venue,
+    fields = {**{k: v for k, v in paper.extra.items() if isinstance(v, str | int | float)},
+              "paper_id": paper.paper_id, "title": paper.title, "venue": paper.venue,
               "year": paper.year, "url": paper.url, "authors": paper.authors,
-              "source": paper.source, **{k: v for k, v in paper.extra.items()
-                                         if isinstance(v, str | int | float)}, **metadata}
+              "source": paper.source, **metadata}
+    if "categories" in paper.extra:  # arXiv's "cs.CL cs.SD": a filter on `category` is membership
+        fields["category"] = split_categories(paper.extra["categories"])
     return TextNode(id_=paper.paper_id, text=paper.text, metadata=fields,
                     excluded_llm_metadata_keys=[k for k in fields if k not in LLM_METADATA],
                     excluded_embed_metadata_keys=[k for k in fields if k not in LLM_METADATA])
@@ -87,10 +94,12 @@ class PaperRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        pushed, rest = _split_filters(self._filters)
+        filters = self._filters if self._filters and self._filters.filters else None
+        pushed = _pushed(filters)
         limit = self._k or (None if self._cut else 10)
         k = self._k
-        if rest is not None:  # filters ragqa cannot apply: the top k is taken after them
+        if filters is not None or set(self._tiers) != {"core", "tail"}:
+            # The top k is taken after the filters and tiers, not before them.
             k = None if self._cut else max(limit, 200)
         results = self._collection.search(query_bundle.query_str, k=k, cut=self._cut, **pushed)
         nodes = []
@@ -99,7 +108,7 @@ class PaperRetriever(BaseRetriever):
                 continue
             node = paper_node(self._collection, hit.paper_id, best_sentence=hit.best_sentence,
                               tier=hit.tier, rank=hit.rank)
-            if rest is None or _admits(rest, node.metadata):
+            if filters is None or _admits(filters, node.metadata):
                 nodes.append(NodeWithScore(node=node, score=hit.score))
         return nodes[:limit] if limit else nodes
 
@@ -110,19 +119,20 @@ class PaperRetriever(BaseRetriever):
 class PaperQueryEngine(BaseQueryEngine):
     """ragqa's answer as a llama-index query engine: the answer text (LLM-written with the
     collection's configured LLM, or extractive: `llm`), its `source_nodes` the papers it cites,
-    in the order of their numbers ([1] first), each scored by its rank in the answer's papers.
+    in the order of their numbers ([1] first), each with ragqa's score for it. The options of
+    `Collection.ask` (k, screen, unfold, venue, year, category) are the engine's.
     `Response.metadata` holds the whole answer object (`answer`: ragqa.results.Answer)."""
 
     def __init__(self, collection: Collection, *, llm: str = "auto",
-                 callback_manager: CallbackManager | None = None) -> None:
-        self._collection, self._llm = collection, llm
+                 callback_manager: CallbackManager | None = None, **ask_options: Any) -> None:
+        self._collection, self._llm, self._options = collection, llm, ask_options
         super().__init__(callback_manager=callback_manager or CallbackManager([]))
 
     def _get_prompt_modules(self) -> dict[str, Any]:
         return {}  # ragqa's prompts live in its prompts/ folder, not in llama-index
 
     def _query(self, query_bundle: QueryBundle) -> Response:
-        answer = self._collection.ask(query_bundle.query_str, llm=self._llm)
+        answer = self._collection.ask(query_bundle.query_str, llm=self._llm, **self._options)
         return Response(response=answer.answer, source_nodes=self.cited_nodes(answer),
                         metadata={"answer": answer, "mode": answer.mode,
                                   "notice": answer.notice})
@@ -141,23 +151,26 @@ class PaperQueryEngine(BaseQueryEngine):
 
 # ---------------------------------------------------------------- MetadataFilters
 
-def _split_filters(filters: MetadataFilters | None
-                   ) -> tuple[dict[str, Any], MetadataFilters | None]:
-    """(ragqa's own filters, the filters left to apply to the nodes): equality on venue, year
-    or category, in an AND of plain filters, is ragqa's; the whole set is still applied to the
-    nodes (None: nothing to apply)."""
-    if filters is None or not filters.filters:
-        return {}, None
+def _pushed(filters: MetadataFilters | None) -> dict[str, Any]:
+    """The filters ragqa's search can apply itself, as its own filters: equality on `year` or
+    `category`, one each, in an AND of plain filters. They only narrow the search: the nodes
+    are checked against every filter all the same (`_admits`), so that both paths agree."""
+    if filters is None or filters.condition not in (FilterCondition.AND, None):
+        return {}
     pushed: dict[str, Any] = {}
-    if filters.condition in (FilterCondition.AND, None):
-        for f in filters.filters:
-            if isinstance(f, MetadataFilter) and f.operator == FilterOperator.EQ and \
-                    f.key in PUSHED_DOWN and f.key not in pushed:
-                pushed[f.key] = int(f.value) if f.key == "year" else str(f.value)
-    plain = all(isinstance(f, MetadataFilter) and f.key in pushed and
-                f.operator == FilterOperator.EQ for f in filters.filters)
-    return pushed, None if plain and filters.condition in (FilterCondition.AND, None) \
-        else filters
+    for key in PUSHED_DOWN:
+        equal = [f for f in filters.filters if isinstance(f, MetadataFilter) and f.key == key]
+        if len(equal) != 1 or equal[0].operator != FilterOperator.EQ:
+            continue  # none, another operator, or several (perhaps contradictory): not pushed
+        value = equal[0].value
+        if key == "year":
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise InvalidField(f"the year filter must be a whole number, not "
+                                   f"{value!r}") from None
+        pushed[key] = value if key == "year" else str(value)
+    return pushed
 
 
 def _admits(filters: MetadataFilters, metadata: dict[str, Any]) -> bool:
@@ -178,7 +191,8 @@ def _meets(f: MetadataFilter, metadata: dict[str, Any]) -> bool:
     if value is None:
         return op in (FilterOperator.NE, FilterOperator.NIN)
     if op in (FilterOperator.EQ, FilterOperator.NE):
-        same = _same(value, wanted)
+        same = any(_same(v, wanted) for v in value) if isinstance(value, list) \
+            else _same(value, wanted)
         return same if op == FilterOperator.EQ else not same
     if op in (FilterOperator.GT, FilterOperator.GTE, FilterOperator.LT, FilterOperator.LTE):
         try:
@@ -189,7 +203,7 @@ def _meets(f: MetadataFilter, metadata: dict[str, Any]) -> bool:
         return {FilterOperator.GT: left > right, FilterOperator.GTE: left >= right,
                 FilterOperator.LT: left < right, FilterOperator.LTE: left <= right}[op]
     if op in (FilterOperator.IN, FilterOperator.NIN):
-        inside = any(_same(value, w) for w in _listed(wanted))
+        inside = any(_same(v, w) for v in _listed(value) for w in _listed(wanted))
         return inside if op == FilterOperator.IN else not inside
     if op in (FilterOperator.ANY, FilterOperator.ALL):
         held = set(map(str, _listed(value)))
@@ -226,7 +240,7 @@ def _listed(value: Any) -> Iterable[Any]:
 
 class EncoderEmbedding(BaseEmbedding):
     """Delegates to a ragqa Encoder (the local ONNX MiniLM, multilingual e5 or an
-    OpenAI-compatible server): `as_llama_embedding(collection.encoder)`."""
+    OpenAI-compatible server): `as_llama_embedding(papers.encoder)`."""
 
     _encoder: Any = PrivateAttr()
 

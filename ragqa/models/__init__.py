@@ -49,7 +49,8 @@ Deltas = Generator[str, None, "tuple[str | None, dict[str, int]]"]
 
 class ReplyStream:
     """A reply's text deltas as they arrive; once iterated to its end, `reply` is the whole
-    Reply (None before, or when the stream failed)."""
+    Reply (None before, or when the stream failed or was left). Leaving the iteration early
+    (a `break`, an exception in the caller) or `close()` ends the request."""
 
     def __init__(self, deltas: Deltas) -> None:
         self._deltas = deltas
@@ -57,15 +58,22 @@ class ReplyStream:
 
     def __iter__(self) -> Iterator[str]:
         parts: list[str] = []
-        while True:
-            try:
-                delta = next(self._deltas)
-            except StopIteration as end:
-                finish_reason, usage = end.value or (None, {})
-                break
-            parts.append(delta)
-            yield delta
+        try:
+            while True:
+                try:
+                    delta = next(self._deltas)
+                except StopIteration as end:
+                    finish_reason, usage = end.value or (None, {})
+                    break
+                parts.append(delta)
+                yield delta
+        finally:
+            self.close()
         self.reply = Reply("".join(parts), finish_reason, usage)
+
+    def close(self) -> None:
+        """Ends the request (the model's connection closed); a no-op once it has ended."""
+        self._deltas.close()
 
 
 @runtime_checkable

@@ -73,6 +73,8 @@ def _graph_optimization_levels() -> dict[str, object]:
             "all": level.ORT_ENABLE_ALL}
 
 
+_ENVIRONMENT_LOCK = threading.Lock()  # the multilingual engine sets variables to load
+
 class LocalMiniLM:
     """all-MiniLM-L6-v2, int8 ONNX, run by onnxruntime: mean pooling + L2 norm, as
     sentence-transformers does.
@@ -242,6 +244,10 @@ class MultilingualE5:
         # OpenMP reads its environment when the engine's library loads (in E5()), and E5 sets
         # OMP_NUM_THREADS for it: both are set for that load only, the process's environment
         # is left as it was, and the user's own OMP_WAIT_POLICY wins.
+        with _ENVIRONMENT_LOCK:  # two loads at once must not keep each other's values
+            return self._load_engine(path)
+
+    def _load_engine(self, path: Path):
         saved = {name: os.environ.get(name) for name in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:

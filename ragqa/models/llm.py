@@ -8,6 +8,7 @@ them.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -68,7 +69,11 @@ class ChatLLM:
         self.settings = settings
         self.model = settings.llm_model
         self._client = _openai_client(settings)
-        self._official = not settings.openai_base_url
+        # The official API counts `max_completion_tokens` (its reasoning models refuse
+        # `max_tokens`); servers that copy the API read `max_tokens`, older ones only that. A
+        # server that refuses `max_tokens` (OpenAI behind a proxy or a base URL) is asked with
+        # the other from then on.
+        self._limit = "max_tokens" if settings.openai_base_url else "max_completion_tokens"
         self._refused: set[str] = set()  # OPTIONAL_FIELDS this server refused
 
     @property
@@ -85,12 +90,9 @@ class ChatLLM:
 
     def _request(self, prompt: str, max_tokens: int, **optional: Any) -> dict[str, Any]:
         """The chat request's fields, less those this server refused."""
-        # The official API counts `max_completion_tokens` (its reasoning models refuse
-        # `max_tokens`); servers that copy the API read `max_tokens`, older ones only that.
-        limit = "max_completion_tokens" if self._official else "max_tokens"
         optional = {"temperature": 0.0, **optional}
         return {"model": self.model, "messages": [{"role": "user", "content": prompt}],
-                limit: max_tokens,
+                self._limit: max_tokens,
                 **{k: v for k, v in optional.items() if k not in self._refused}}
 
     def _create(self, prompt: str, max_tokens: int, **optional: Any) -> Any:
@@ -102,10 +104,14 @@ class ChatLLM:
                 return self._client.chat.completions.create(**request)
             except Exception as exc:  # noqa: BLE001 - told by the caller, one line
                 # Of the fields this request sent: another thread may have dropped it already.
-                refused = _refused_field(exc, [f for f in OPTIONAL_FIELDS if f in request])
+                refused = _refused_field(exc, [f for f in (*OPTIONAL_FIELDS, "max_tokens")
+                                               if f in request])
                 if refused is None:
                     raise
-                self._refused.add(refused)
+                if refused == "max_tokens":
+                    self._limit = "max_completion_tokens"
+                else:
+                    self._refused.add(refused)
 
     def complete(self, prompt: str) -> Reply:
         """The whole reply, within llm_first_token_timeout (a reply that is not streamed has
@@ -146,16 +152,32 @@ class ChatLLM:
         # Streamed token counts: the official API sends them when asked; other servers either
         # send them unasked or refuse the field once (OPTIONAL_FIELDS).
         options = {"stream": True, "stream_options": {"include_usage": True}}
+        stop, opened = threading.Event(), queue.Queue(maxsize=1)
 
         def produce() -> None:
             try:
-                for chunk in self._create(prompt, MAX_ANSWER_TOKENS, **options):
+                response = self._create(prompt, MAX_ANSWER_TOKENS, **options)
+                opened.put(response)
+                for chunk in response:
+                    if stop.is_set():
+                        break
                     chunks.put(("chunk", chunk))
                 chunks.put(("end", None))
             except Exception as exc:  # noqa: BLE001 - every failure of the endpoint is one error
                 chunks.put(("error", exc))
 
         threading.Thread(target=produce, daemon=True, name="llm-stream").start()
+        try:
+            return (yield from self._received(chunks))
+        finally:
+            # Whatever ended it (the whole answer, a stall, a failure, or a caller that stopped
+            # reading): the connection is closed, so that the server stops writing an answer no
+            # one reads (billed, or holding a local server's one slot).
+            stop.set()
+            with contextlib.suppress(queue.Empty, Exception):
+                opened.get_nowait().close()
+
+    def _received(self, chunks: queue.Queue) -> Deltas:
         first_wait = max(self.settings.llm_first_token_timeout, self.settings.llm_timeout)
         started, finish_reason, usage = False, None, {}
         while True:
@@ -211,7 +233,11 @@ def _openai_client(settings: Settings) -> Any:
         endpoint = client_endpoint(settings.openai_base_url, key)
         options.update(base_url=endpoint.base_url, default_headers=endpoint.headers or None,
                        default_query=endpoint.query or None)
-    return openai.OpenAI(**options)
+    client = openai.OpenAI(**options)
+    # The SDK fills these from OPENAI_ORG_ID and OPENAI_PROJECT_ID when not given, and sends
+    # them as headers to whatever server the base URL names: never read from the environment.
+    client.organization = client.project = None
+    return client
 
 
 class LocalGGUF:
@@ -241,34 +267,55 @@ class LocalGGUF:
         """RAGQA_LLM_CONTEXT: the context the model was loaded with."""
         return self.settings.llm_context
 
-    def complete(self, prompt: str) -> Reply:
-        stream = self.stream(prompt)
+    def complete(self, prompt: str, max_tokens: int = MAX_ANSWER_TOKENS) -> Reply:
+        stream = ReplyStream(self._deltas(prompt, max_tokens))
         for _ in stream:
             pass
         return stream.reply or Reply("")
 
     def complete_json(self, prompt: str, schema: dict) -> Reply:
         """The reply, unconstrained (the screening parser reads JSON leniently)."""
-        return self.complete(prompt)
+        return self.complete(prompt, MAX_JSON_TOKENS)
 
     def stream(self, prompt: str) -> ReplyStream:
-        return ReplyStream(self._deltas(prompt))
+        return ReplyStream(self._deltas(prompt, MAX_ANSWER_TOKENS))
 
-    def _deltas(self, prompt: str) -> Deltas:
+    def _deltas(self, prompt: str, max_tokens: int) -> Deltas:
+        """The model writes on a thread of its own, holding the one llama.cpp context; a
+        caller that stops reading stops it at the next token and never keeps the context."""
+        chunks: queue.Queue = queue.Queue()
+        stop = threading.Event()
         messages = [{"role": "user", "content": prompt}]
+
+        def produce() -> None:
+            try:
+                with self._lock:
+                    for chunk in self._llm.create_chat_completion(
+                            messages=messages, stream=True, temperature=0.0,
+                            max_tokens=max_tokens):
+                        if stop.is_set():
+                            break
+                        chunks.put(("chunk", chunk["choices"][0]))
+                chunks.put(("end", None))
+            except Exception as exc:  # noqa: BLE001 - told in the caller's thread
+                chunks.put(("error", exc))
+
+        threading.Thread(target=produce, daemon=True, name="gguf-stream").start()
         finish_reason = None
         try:
-            with self._lock:
-                for chunk in self._llm.create_chat_completion(
-                        messages=messages, stream=True, temperature=0.0,
-                        max_tokens=MAX_ANSWER_TOKENS):
-                    choice = chunk["choices"][0]
-                    finish_reason = choice.get("finish_reason") or finish_reason
-                    delta = choice.get("delta", {}).get("content")
-                    if delta:
-                        yield delta
-        except Exception as exc:  # noqa: BLE001
-            raise LLMError(f"local model {self.model} failed: {type(exc).__name__}") from None
+            while True:
+                kind, choice = chunks.get()
+                if kind == "error":
+                    raise LLMError(f"local model {self.model} failed: "
+                                   f"{type(choice).__name__}") from None
+                if kind == "end":
+                    break
+                finish_reason = choice.get("finish_reason") or finish_reason
+                delta = choice.get("delta", {}).get("content")
+                if delta:
+                    yield delta
+        finally:
+            stop.set()
         return finish_reason, {}  # llama-cpp-python's stream reports no token counts
 
 
@@ -320,7 +367,13 @@ def _refused_field(exc: BaseException, fields: list[str]) -> str | None:
     if "response_format" in fields and any(
             word in text for word in ("response_format", "json_schema", "schema", "grammar")):
         return "response_format"
-    return next((f for f in fields if f != "response_format" and f in text), None)
+    if "max_tokens" in fields and "max_tokens" in text and "max_completion_tokens" in text:
+        # Only a server that names the other field (OpenAI's reasoning models: "Use
+        # 'max_completion_tokens' instead"): an older server knows no other, and a context
+        # error may name max_tokens too.
+        return "max_tokens"
+    return next((f for f in fields if f in OPTIONAL_FIELDS and f != "response_format"
+                 and f in text), None)
 
 
 def _usage(response: Any) -> dict[str, int]:

@@ -15,13 +15,12 @@ and counted (`Tally`). Only a block bibtexparser cannot parse at all is bad inpu
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ragqa.errors import CorpusError
-from ragqa.sources.latex import has_latex, latex_to_text
+from ragqa.sources.latex import has_latex, latex_to_text, quiet_logger
 from ragqa.sources.paper import (
     MetaValue,
     Paper,
@@ -173,8 +172,8 @@ def _parse(text: str):
     from bibtexparser.model import DuplicateBlockKeyBlock, DuplicateFieldKeyBlock
 
     # It logs each block it cannot parse; ragqa reports them itself, with file and line.
-    logging.getLogger("bibtexparser").setLevel(logging.CRITICAL)
-    library = bibtexparser.parse_string(text)
+    with quiet_logger("bibtexparser"):
+        library = bibtexparser.parse_string(text)
     rescued, quirks, failed = [], {}, []
     for block in library.failed_blocks:
         if isinstance(block, DuplicateBlockKeyBlock | DuplicateFieldKeyBlock):

@@ -9,9 +9,12 @@ per cent sign, not a comment, and `~5` means "about 5".
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
+import threading
+from collections.abc import Iterator
 
 _SUPERSCRIPT = str.maketrans("0123456789+-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻")
 _SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
@@ -59,6 +62,31 @@ AUTHOR_MACROS = {
 }
 
 
+_QUIETED: dict[str, list] = {}  # logger name -> [callers inside, the level it had]
+_QUIET_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def quiet_logger(name: str) -> Iterator[None]:
+    """A library's logger (and its children) silent while the block runs, its level given back
+    after: ragqa changes no logger for good (a program that uses ragqa keeps its own logging).
+    Nested and concurrent blocks give back the level it had before the first."""
+    logger = logging.getLogger(name)
+    with _QUIET_LOCK:
+        held = _QUIETED.setdefault(name, [0, logger.level])
+        if held[0] == 0:
+            held[1] = logger.level
+            logger.setLevel(logging.CRITICAL)
+        held[0] += 1
+    try:
+        yield
+    finally:
+        with _QUIET_LOCK:
+            held[0] -= 1
+            if held[0] == 0:
+                logger.setLevel(held[1])
+
+
 @functools.lru_cache(maxsize=1)
 def _converter():
     from pylatexenc import latex2text
@@ -88,8 +116,6 @@ def _converter():
                             macros=keep + drop + symbols + switches + own)
     # A macro no one defined (an abstract's "\\timestamp") is kept as written, not dropped.
     db.set_unknown_macro_spec(latex2text.MacroTextSpec("", simplify_repl=_unknown_macro))
-    # Its warnings about macros it cannot expand go to the root logger: not the user's business.
-    logging.getLogger("pylatexenc").setLevel(logging.CRITICAL)
     return latex2text.LatexNodes2Text(latex_context=db, math_mode="text",
                                       strict_latex_spaces="except-in-equations")
 
@@ -162,7 +188,9 @@ def latex_to_text(text: str) -> str:
     text = _SUP.sub(lambda m: m.group(1).translate(_SUPERSCRIPT), text)
     text = _SUB.sub(lambda m: m.group(1).translate(_SUBSCRIPT), text)
     try:
-        plain = _converter().latex_to_text(text)
+        # Its warnings about macros it cannot expand are not the user's business.
+        with quiet_logger("pylatexenc"):
+            plain = _converter().latex_to_text(text)
     except Exception:  # noqa: BLE001 - a parser bug must not lose an abstract
         plain = _fallback(text)
     if "%s" in plain and "%s" not in text:  # a macro without its arguments ("\\frac{a")

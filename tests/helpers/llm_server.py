@@ -150,6 +150,10 @@ class LoopbackLLM:
         self._chats_in_flight = 0
         self._chat_lock = threading.Lock()
         self.seen: list[Seen] = []
+        # Streams whose client closed the connection before the answer's end, and the chunks
+        # each stream got out before it ended (or was cut).
+        self.streams_left = 0
+        self.chunks_sent: list[int] = []
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -295,6 +299,16 @@ class LoopbackLLM:
                 self.close_connection = True
 
             def _stream(self, body: dict, reply: Reply) -> None:
+                sent = [0]
+                try:
+                    self._write_stream(body, reply, sent)
+                except (BrokenPipeError, ConnectionResetError):
+                    server.streams_left += 1
+                    self.close_connection = True
+                finally:
+                    server.chunks_sent.append(sent[0])
+
+            def _write_stream(self, body: dict, reply: Reply, sent: list[int]) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
@@ -314,6 +328,7 @@ class LoopbackLLM:
                         time.sleep(reply.chunk_delay)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
+                    sent[0] += 1
                 done = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                         "model": body.get("model", "loopback-model"),
                         "choices": [{"index": 0, "delta": {},
