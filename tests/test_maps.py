@@ -413,6 +413,12 @@ def test_a_conference_slice_of_fifteen_years_gets_a_map_and_trends(ragqa, tmp_pa
     assert _png_size(picture) == (1600, 1000)
     shown = _map_json(ragqa, "-c", "acml")
     assert shown["papers"] == len(rows) and len(shown["themes"]) >= 3
+    # Themes are regions of the map: a paper's nearest points are mostly of its own theme (the
+    # summaries' k-means on the vectors gave about 0.7 on such maps, bench/maps/regions.py).
+    from ragqa.maps.regions import map_purity
+
+    points = np.column_stack([shown["points"]["x"], shown["points"]["y"]])
+    assert map_purity(points, np.array(shown["points"]["theme"])) >= 0.85
     trend = json.loads(ragqa("trends", "multi-label classification", "-c", "acml",
                              "--json").stdout)
     assert {row["year"]: row["collection"] for row in trend["years"]} == dict(per_year)

@@ -4,9 +4,9 @@ A map is computed once per state of the collection (the BM25 snapshot's fingerpr
 beside the snapshots, in `maps/` of the collection's local folder. When papers were added
 since the last map, they are placed among their neighbours on it (`layout.place`) instead of
 laying everything out again, up to RELAYOUT_SHARE of the map; removed papers just leave it.
-Themes are the summaries' (`answering.summarize.choose_themes`, spherical k-means on the
-vectors) and are named by the summaries' namer, so that a map and a summary of the same papers
-speak of the same themes.
+Themes are regions of the map (maps.regions: the points grouped where the layout puts them),
+as many as the summaries' rule gives the collection, and are named by the summaries' namer;
+a paper placed later takes the theme of its neighbours on the map.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ragqa.answering.summarize import OTHER, choose_themes, theme_names
 from ragqa.errors import require_extra
 from ragqa.index.store import local_dir
 from ragqa.maps.layout import fit_layout, method_name, place
+from ragqa.maps.regions import label_by_neighbours, map_regions
 from ragqa.sources.paper import Paper
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ RELAYOUT_SHARE = 0.10
 # word; "Gene expression and stem cells" / "Stem cells and transcription factors"):
 # bench/maps/naming.py.
 NAMING_PAPERS = 400
-CACHE_VERSION = 1  # raise it when the layout, the themes or their names are made differently
+CACHE_VERSION = 2  # raise it when the layout, the themes or their names are made differently
 KEEP_MAPS = 2  # cached maps kept per collection: the newest ones
 
 Progress = Callable[[str], None]
@@ -102,7 +103,7 @@ def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress) -> di
     n = len(papers)
     points = fit_layout(vectors, progress=say)
     say(f"Grouping {n:,} papers into themes")
-    labels = choose_themes(vectors)
+    labels = map_regions(points, len(np.unique(choose_themes(vectors))))
     order = _by_size(labels)
     labels = np.array([order[label] for label in labels], dtype=np.int64)
     say("Naming the themes")
@@ -156,7 +157,7 @@ def _extended(latest: dict, ids: list[str], vectors: np.ndarray) -> dict | None:
     labels[kept] = latest["labels"][source]
     if new:
         points[new] = place(vectors[new], vectors[kept], points[kept])
-        labels[new] = np.argmax(vectors[new] @ latest["centres"].T, axis=1)
+        labels[new] = label_by_neighbours(points[new], points[kept], labels[kept])
     return {"ids": ids, "points": points, "labels": labels, "names": list(latest["names"]),
             "centres": latest["centres"], "placed": placed, "method": str(latest["method"])}
 
