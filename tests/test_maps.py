@@ -419,6 +419,12 @@ def test_a_conference_slice_of_fifteen_years_gets_a_map_and_trends(ragqa, tmp_pa
 
     points = np.column_stack([shown["points"]["x"], shown["points"]["y"]])
     assert map_purity(points, np.array(shown["points"]["theme"])) >= 0.85
+    # Every theme is named on the picture, inside its region, no two names overlapping (the
+    # labels at the themes' middles left two of six out).
+    from ragqa.faces.pictures import map_picture
+
+    labelled = map_picture(shown, tmp_path / "labelled.png")
+    assert labelled == [t["name"] for t in shown["themes"]]
     trend = json.loads(ragqa("trends", "multi-label classification", "-c", "acml",
                              "--json").stdout)
     assert {row["year"]: row["collection"] for row in trend["years"]} == dict(per_year)

@@ -63,31 +63,54 @@ def _point_size(n: int) -> float:
     return float(np.clip(4000 / max(n, 1), 1.0, 60.0))
 
 
-def _labels(axes, figure, labels: Sequence[tuple[str, float, float]]) -> None:
-    """Theme labels, largest theme first; one that would overlap a label already placed moves
-    above or below its place, else is left out."""
+def _labels(axes, figure, labels: Sequence[tuple[str, Sequence[tuple[float, float]]]]
+            ) -> list[str]:
+    """Theme labels, largest theme first, each inside its own region: at the first of its
+    places (its points, most central first) where it overlaps no label already placed, on one
+    line or two, at 12 pt or else 10; a label with no free place in its region is left out.
+    The names labelled."""
     renderer = figure.canvas.get_renderer()
-    placed = []
-    for name, x, y in labels:
-        for dy in (0, 14, -14, 28, -28):
-            text = axes.annotate(_plain(name), (x, y), xytext=(0, dy), textcoords="offset points",
-                                 ha="center", va="center", fontsize=12, weight="bold",
-                                 color="#222",
-                                 bbox={"boxstyle": "round,pad=0.25", "fc": "white",
-                                       "ec": "none", "alpha": 0.85})
-            box = text.get_window_extent(renderer).expanded(1.02, 1.05)
-            inside = axes.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in placed) and \
-                    inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
-                placed.append(box)
-                break
-            text.remove()
+    inside = axes.get_window_extent(renderer)
+    placed: list = []
+    return [name for name, places in labels
+            if _place_label(axes, renderer, inside, placed, name, places)]
 
 
-def map_picture(result: dict, path: Path, focus: dict | None = None) -> None:
+def _place_label(axes, renderer, inside, placed: list, name: str,
+                 places: Sequence[tuple[float, float]]) -> bool:
+    for size in (12, 10):
+        for text in (_plain(name), _wrapped(_plain(name), 22)):
+            for x, y in places:
+                label = axes.annotate(text, (x, y), ha="center", va="center", fontsize=size,
+                                      weight="bold", color="#222", linespacing=1.0,
+                                      bbox={"boxstyle": "round,pad=0.2", "fc": "white",
+                                            "ec": "none", "alpha": 0.85})
+                box = label.get_window_extent(renderer).expanded(1.02, 1.05)
+                if not any(box.overlaps(other) for other in placed) and \
+                        inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
+                    placed.append(box)
+                    return True
+                label.remove()
+    return False
+
+
+def _places(x: np.ndarray, y: np.ndarray, first: tuple[float, float] | None = None,
+            most: int = 12) -> list[tuple[float, float]]:
+    """Where a theme's label may go: its given place, then its points from the most central
+    out (at most `most` of them, spread over the region)."""
+    if not len(x):
+        return [first] if first else []
+    middle = np.median(np.column_stack([x, y]), axis=0)
+    order = np.argsort((x - middle[0]) ** 2 + (y - middle[1]) ** 2)
+    picked = order[np.linspace(0, len(order) - 1, min(most, len(order))).astype(int)]
+    return ([first] if first else []) + [(float(x[i]), float(y[i])) for i in picked]
+
+
+def map_picture(result: dict, path: Path, focus: dict | None = None) -> list[str]:
     """The map of `ragqa map --json`'s object. With `focus` ({"paper_ids", "themes": [names],
     "theme_of": {paper_id: theme index}}, a summary's), the rest of the collection is grey and
-    the focus papers are coloured by their own themes, labelled where they lie."""
+    the focus papers are coloured by their own themes, labelled where they lie. The names of
+    the themes labelled on it."""
     plt, figure = _figure()
     # The map on the right, square; the legend in the room on its left.
     axes = figure.add_axes((0.3, 0.01, 0.69, 0.92))
@@ -101,7 +124,8 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> None:
     if focus is None:
         colours = [COLOURS[t % len(COLOURS)] for t in themes]
         axes.scatter(x, y, s=size, c=colours, alpha=0.7, linewidths=0)
-        labels = [(t["name"], t["x"], t["y"]) for t in result["themes"]]
+        labels = [(t["name"], _places(x[themes == t["theme"]], y[themes == t["theme"]],
+                                      (t["x"], t["y"]))) for t in result["themes"]]
         marked = [index[p] for p in (result.get("highlight") or {}).get("paper_ids", [])
                   if p in index]
         if marked:
@@ -131,8 +155,7 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> None:
             axes.scatter(x[members], y[members], s=max(size * 3, 24),
                          c=COLOURS[t % len(COLOURS)], edgecolors="black", linewidths=0.4,
                          zorder=3, label=_wrapped(f"{name} ({len(members)})"))
-            middle = np.median(np.column_stack([x[members], y[members]]), axis=0)
-            labels.append((name, *middle))
+            labels.append((name, _places(x[members], y[members])))
         if len(rows):
             figure.legend(loc="upper left", bbox_to_anchor=(0.01, 0.9), fontsize=11,
                           frameon=False)
@@ -142,8 +165,9 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> None:
     axes.set_ylim(-0.02, 1.02)
     axes.set_aspect("equal")
     figure.suptitle(_plain(title), fontsize=14)
-    _labels(axes, figure, labels)
+    labelled = _labels(axes, figure, labels)
     _save(plt, figure, path)
+    return labelled
 
 
 def trend_picture(result: dict, path: Path) -> None:
