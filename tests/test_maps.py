@@ -287,6 +287,27 @@ def test_trends_count_a_topics_papers_per_year_against_the_collection(ragqa, tmp
     assert "<svg" in picture.read_text(encoding="utf-8")
 
 
+def test_a_year_without_papers_is_a_gap_not_zero(ragqa, tmp_path):
+    """The collection holds no paper of 2021: that year's share is unknown (null, "—", no bar,
+    a gap in the line), not 0 %, while the topic's papers of the other years count as ever."""
+    _years_fixture(tmp_path / "all.jsonl")
+    kept = [line for line in (tmp_path / "all.jsonl").read_text(encoding="utf-8").splitlines()
+            if json.loads(line).get("year") != 2021]
+    (tmp_path / "years.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    assert ragqa("ingest", str(tmp_path / "years.jsonl"), "--quiet").exit_code == 0
+    trend = json.loads(ragqa("trends", "speech recognition", "--json").stdout)
+    rows = {row["year"]: row for row in trend["years"]}
+    assert sorted(rows) == list(range(2019, 2024))
+    assert rows[2021] == {"year": 2021, "papers": 0, "collection": 0, "share": None}
+    assert all(rows[y]["share"] > 0 for y in (2019, 2020, 2022, 2023))
+    picture = tmp_path / "trend.png"
+    text = ragqa("trends", "speech recognition", "--out", str(picture))
+    assert text.exit_code == 0, text.output
+    line = next(row for row in text.stdout.splitlines() if "2021" in row)
+    assert "—" in line and "0.0%" not in line
+    assert _png_size(picture) == (1600, 1000)
+
+
 def test_trends_on_a_collection_of_one_year_say_so(seeded, tmp_path):
     result = seeded("trends", "speech")
     assert result.exit_code == 2

@@ -177,7 +177,9 @@ def trend_picture(result: dict, path: Path) -> None:
     axes = figure.add_axes((0.07, 0.1, 0.86, 0.78))
     years = [row["year"] for row in result["years"]]
     counts = [row["papers"] for row in result["years"]]
-    shares = [100 * row["share"] for row in result["years"]]
+    # A year without papers in the collection is a gap in the line, not 0 %.
+    shares = [np.nan if row["share"] is None else 100 * row["share"]
+              for row in result["years"]]
     axes.bar(years, counts, color="#4e79a7", label=_plain(f"papers on “{result['topic']}”"))
     axes.set_ylabel("papers on the topic", fontsize=12)
     axes.set_xlabel("year", fontsize=12)

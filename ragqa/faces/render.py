@@ -331,8 +331,11 @@ class Renderer:
         for column in ("year", "papers", "of the year's", "share"):
             table.add_column(column, justify="right")
         table.add_column("")
-        top = max((row["share"] for row in result["years"]), default=0) or 1
+        top = max((row["share"] or 0 for row in result["years"]), default=0) or 1
         for row in result["years"]:
+            if row["share"] is None:  # no papers of that year in the collection: a gap
+                table.add_row(str(row["year"]), "", "0", "—", "")
+                continue
             bar = "█" * round(20 * row["share"] / top)
             table.add_row(str(row["year"]), str(row["papers"]), str(row["collection"]),
                           f"{100 * row['share']:.1f}%", bar)

@@ -31,8 +31,10 @@ class YearCount:
     collection: int  # all of the collection's (within the filters)
 
     @property
-    def share(self) -> float:
-        return self.papers / self.collection if self.collection else 0.0
+    def share(self) -> float | None:
+        """The topic's share of the year's papers; None for a year the collection has no
+        papers of (a gap, not 0 %)."""
+        return self.papers / self.collection if self.collection else None
 
 
 @dataclass
@@ -95,7 +97,8 @@ def as_json(trend: Trend, collection: str) -> dict:
         "topic": trend.topic, "collection": collection,
         "papers": len(trend.papers),
         "years": [{"year": c.year, "papers": c.papers, "collection": c.collection,
-                   "share": round(c.share, 4)} for c in trend.years],
+                   "share": None if c.share is None else round(c.share, 4)}
+                  for c in trend.years],
         "without_year": {"papers": trend.without_year.papers,
                          "collection": trend.without_year.collection},
         "results": [{"paper_id": p.paper_id, "title": p.title, "source": p.source,

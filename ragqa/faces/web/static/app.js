@@ -768,9 +768,10 @@ function renderTrend(trend, figureId = "summary-trend") {
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("role", "img");
-  const top = Math.max(...trend.years.map((y) => y.share)) || 1;
+  const top = Math.max(...trend.years.map((y) => y.share || 0)) || 1;
   const step = (width - 2 * pad) / trend.years.length;
   trend.years.forEach((row, i) => {
+    if (row.share === null) return;  // no papers of that year in the collection: a gap
     const h = (height - 2 * pad) * (row.share / top);
     const bar = document.createElementNS(ns, "rect");
     bar.setAttribute("x", pad + i * step + 1);
