@@ -353,7 +353,7 @@ def test_the_map_view_draws_the_collection_highlights_a_list_and_opens_papers(
     _css(browser, '.view-tab[data-view="map"]')[0].click()
     _wait(browser, lambda d: d.execute_script("return !!(window.state && state.map) || "
                                               "!!document.querySelector('#map-stage canvas')"))
-    _wait(browser, lambda d: "in red" in _css(d, "#map-info")[0].text)
+    _wait(browser, lambda d: "ringed" in _css(d, "#map-info")[0].text)
     view = browser.execute_script(
         "const m = state.map; return {n: m.n, marked: m.highlighted.size, "
         "labels: m.drawnLabels, legend: document.querySelectorAll('#map-legend li').length};")

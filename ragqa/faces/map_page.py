@@ -73,7 +73,7 @@ def standalone_html(result: dict) -> str:
     """The page for `ragqa map --json`'s object (with its points)."""
     title = f"Map of {result['collection']}: {result['papers']:,} papers"
     highlight = result.get("highlight")
-    marked = (f"{len(highlight['paper_ids'])} papers for “{highlight['question']}” in red"
+    marked = (f"{len(highlight['paper_ids'])} papers for “{highlight['question']}” ringed"
               if highlight else "")
     return f"""<!doctype html>
 <html lang="en">

@@ -129,8 +129,9 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> list[str
         marked = [index[p] for p in (result.get("highlight") or {}).get("paper_ids", [])
                   if p in index]
         if marked:
-            axes.scatter(x[marked], y[marked], s=max(size * 3, 30), c="#d62728",
-                         edgecolors="black", linewidths=0.6, zorder=3)
+            # Ringed, not filled: no colour a theme has, and each keeps its theme's inside.
+            axes.scatter(x[marked], y[marked], s=max(size * 4, 40), facecolors="none",
+                         edgecolors="black", linewidths=1.6, zorder=3)
         from matplotlib.lines import Line2D
 
         figure.legend(handles=[Line2D([], [], marker="s", linestyle="", markersize=9,
@@ -141,7 +142,7 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> list[str
                       frameon=False)
         title = f"{result['collection']}: {n:,} papers, {len(result['themes'])} themes"
         if result.get("highlight"):
-            title += f" — in red, {len(marked)} papers for “{result['highlight']['question']}”"
+            title += f" — ringed, {len(marked)} papers for “{result['highlight']['question']}”"
     else:
         axes.scatter(x, y, s=size, c="#c8c8c8", alpha=0.5, linewidths=0)
         mine = [(index[p], focus["theme_of"][p]) for p in focus["paper_ids"] if p in index]

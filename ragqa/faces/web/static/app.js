@@ -726,7 +726,7 @@ function mapInfo() {
   if (!data) return "";
   const parts = [`${data.papers.toLocaleString()} papers in ${data.themes.length} themes`];
   if (state.mapHighlight && state.map.highlighted.size) {
-    parts.push(`in red: the ${state.map.highlighted.size} papers of “${state.mapHighlight.question}”`);
+    parts.push(`ringed: the ${state.map.highlighted.size} papers of “${state.mapHighlight.question}”`);
   }
   parts.push("hover for a title, click to open a paper, drag to pan, scroll to zoom");
   return parts.join(" · ");

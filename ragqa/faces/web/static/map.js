@@ -220,7 +220,9 @@ class PaperMap {
     // Labels under the marks: a highlighted paper is never hidden by a theme's name.
     this.drawLabels(ctx, dark);
     this.drawMarked(ctx, this.matched, "#000", dark ? "#fff" : "#111", size + 2);
-    this.drawMarked(ctx, this.highlighted, "#d62728", dark ? "#fff" : "#000", size + 4);
+    // A question's papers are ringed, not filled: no colour a theme has (a red fill sat beside
+    // a red theme), and each paper keeps its theme's colour inside the ring.
+    this.drawRinged(ctx, this.highlighted, dark ? "#fff" : "#000", size + 6);
     if (this.hover >= 0) {
       const [hx, hy] = this.toScreen(this.hover);
       ctx.strokeStyle = dark ? "#fff" : "#000";
@@ -269,6 +271,19 @@ class PaperMap {
       }
     }
     ctx.putImageData(this.image, 0, 0);
+  }
+
+  drawRinged(ctx, marked, stroke, size) {
+    if (!marked || !marked.size) return;
+    ctx.strokeStyle = stroke;
+    ctx.lineWidth = 2.5;
+    ctx.beginPath();
+    for (const i of marked) {
+      const [sx, sy] = this.toScreen(i);
+      ctx.moveTo(sx + size / 2, sy);
+      ctx.arc(sx, sy, size / 2, 0, 2 * Math.PI);
+    }
+    ctx.stroke();
   }
 
   drawMarked(ctx, marked, fill, stroke, size) {
