@@ -277,12 +277,7 @@ class PaperMap {
     if (!marked || !marked.size) return;
     ctx.strokeStyle = stroke;
     ctx.lineWidth = 2.5;
-    ctx.beginPath();
-    for (const i of marked) {
-      const [sx, sy] = this.toScreen(i);
-      ctx.moveTo(sx + size / 2, sy);
-      ctx.arc(sx, sy, size / 2, 0, 2 * Math.PI);
-    }
+    this.circles(ctx, marked, size);
     ctx.stroke();
   }
 
@@ -291,14 +286,19 @@ class PaperMap {
     ctx.fillStyle = fill === "#000" ? stroke : fill;
     ctx.strokeStyle = stroke;
     ctx.lineWidth = 1;
+    this.circles(ctx, marked, size);
+    ctx.fill();
+    ctx.stroke();
+  }
+
+  // One path of a circle around each of the `marked` points.
+  circles(ctx, marked, size) {
     ctx.beginPath();
     for (const i of marked) {
       const [sx, sy] = this.toScreen(i);
       ctx.moveTo(sx + size / 2, sy);
       ctx.arc(sx, sy, size / 2, 0, 2 * Math.PI);
     }
-    ctx.fill();
-    ctx.stroke();
   }
 
   // Largest theme first; a label that would overlap one already drawn is left out at this
