@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ragqa import app as operations
+import ragqa.app as operations
 from ragqa.answering.chat import Session, load_session, new_session, save_session
 from ragqa.config import Secret, Settings, declarations, load_settings, scrub_heap_if_secrets
 from ragqa.errors import UserError

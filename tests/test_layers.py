@@ -59,7 +59,7 @@ def _resolve(name: str, known: dict[str, Path]) -> str:
 
 def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The ragqa modules that `module` imports: `from ragqa.x import y` is module ragqa.x.y
-    where y is a module, else ragqa.x (its __init__)."""
+    where y is a module, and ragqa.x (its __init__) in any case."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     targets: set[str] = set()
     for node in ast.walk(tree):
@@ -76,6 +76,9 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
             for alias in node.names:
                 submodule = f"{base}.{alias.name}"
                 targets.add(submodule if submodule in known else _resolve(base, known))
+                # `from ragqa import resources` runs ragqa/__init__.py too: an import of the
+                # package itself, which (as the front door) may import the layers above.
+                targets.add(_resolve(base, known))
     return {t for t in targets if t.startswith("ragqa") and t != module}
 
 
@@ -125,7 +128,7 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     (fake / "bad.py").write_text("def f():\n    from ragqa.faces import cli\n", encoding="utf-8")
     known = {**modules(), "ragqa.index.bad": fake / "bad.py"}
     targets = imports_of("ragqa.index.bad", fake / "bad.py", known)
-    assert targets == {"ragqa.faces.cli"}
+    assert targets == {"ragqa.faces.cli", "ragqa.faces"}
     assert layer_of("ragqa.faces.cli") > layer_of("ragqa.index.bad")
 
 

@@ -73,7 +73,7 @@ CategoryOpt = Annotated[str | None, typer.Option("--category", help=_help("categ
 
 def _ops() -> ModuleType:
     """ragqa.app, the operations (imported when a command runs: see the module's docstring)."""
-    from ragqa import app as operations
+    import ragqa.app as operations
 
     return operations
 

@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ragqa import resources
 from ragqa.errors import LLMError, UserError
 from ragqa.index.lexical import LexicalIndex
 from ragqa.models import LLM
+from ragqa.resources import DATA_DIR
 from ragqa.retrieval.retriever import Retriever
 from ragqa.retrieval.types import Hit
 from ragqa.screening.cache import VerdictCache, judge_key
@@ -359,6 +359,6 @@ def random_papers(lexical: LexicalIndex, n: int, avoid: set[str]) -> list[Hit]:
 
 def off_topic_papers() -> list[Hit]:
     """The bundled abstracts that answer no machine-learning question."""
-    lines = (resources.DATA_DIR / "decoys.tsv").read_text(encoding="utf-8").splitlines()
+    lines = (DATA_DIR / "decoys.tsv").read_text(encoding="utf-8").splitlines()
     return [Hit(i, 0.0, 0.0, 0.0, paper=Paper(f"decoy-{i}", title, text, "decoys.tsv"))
             for i, (title, text) in enumerate(line.split("\t", 1) for line in lines if line)]
