@@ -215,11 +215,12 @@ class Collection:
         returns marked (`highlight`)."""
         return self._app.map(MapRequest(highlight=highlight))
 
-    def trends(self, topic: str, *, venue: str | None = None, year: int | None = None,
-               category: str | None = None) -> dict[str, Any]:
-        """A topic's papers per year against the collection's (`ragqa trends --json`)."""
-        return self._app.trends(TrendsRequest(topic=topic, venue=venue, year=year,
-                                              category=category))
+    def trends(self, topic: str, *, by_venue: bool = False, venue: str | None = None,
+               year: int | None = None, category: str | None = None) -> dict[str, Any]:
+        """A topic's papers per year against the collection's (`ragqa trends --json`), and
+        each venue's with `by_venue`."""
+        return self._app.trends(TrendsRequest(topic=topic, by_venue=by_venue, venue=venue,
+                                              year=year, category=category))
 
     def collections(self) -> list[str]:
         """The names of the store's collections."""

@@ -391,6 +391,11 @@ def paper_map(retriever: Retriever, request: MapRequest,
     return result
 
 
+def _theme_name(result: dict, theme: int) -> str | None:
+    """A theme's name; None for a paper apart from every theme (maps.regions.NOISE)."""
+    return result["themes"][theme]["name"] if theme >= 0 else None
+
+
 def map_digest(result: dict) -> dict:
     """A map without its per-paper points (MCP's `collection_map`): the themes, and each
     highlighted paper with its theme."""
@@ -401,7 +406,7 @@ def map_digest(result: dict) -> dict:
         digest["highlight"] = result["highlight"] | {"papers": [
             {"paper_id": pid, "title": points["title"][row[pid]],
              "source": points["source"][row[pid]],
-             "theme": result["themes"][points["theme"][row[pid]]]["name"]}
+             "theme": _theme_name(result, points["theme"][row[pid]])}
             for pid in result["highlight"]["paper_ids"] if pid in row]}
     return digest
 
@@ -410,7 +415,8 @@ def trends(retriever: Retriever, request: TrendsRequest) -> dict:
     """`ragqa trends TOPIC`: the papers the list decision keeps for the topic, per year,
     against the collection's papers per year."""
     counted = topic_trends.trend(retriever, request.topic, filters_of(request),
-                                 foreign=is_foreign(request.topic))
+                                 foreign=is_foreign(request.topic),
+                                 split_venues=request.by_venue)
     return topic_trends.as_json(counted, retriever.store.name)
 
 

@@ -212,6 +212,8 @@ class MapRequest:
 @dataclass(frozen=True)
 class TrendsRequest(_Filtered):
     topic: str = option("", "The topic whose papers are counted per year.", max_length=MAX_TEXT)
+    by_venue: bool = option(False, "Count each venue apart too: its papers on the topic "
+                                   "against its papers of the year.")
 
     def __post_init__(self) -> None:
         _check_bounds(self)

@@ -186,10 +186,18 @@ def test_png_and_svg_maps_are_written_for_a_report(seeded, tmp_path):
     assert seeded("map", "--out", str(svg)).exit_code == 0
     text = svg.read_text(encoding="utf-8")
     assert text.lstrip().startswith("<?xml") and "<svg" in text
-    names = [t["name"] for t in _map_json(seeded)["themes"]]
+    shown = _map_json(seeded)
+    names = [t["name"] for t in shown["themes"]]
     # matplotlib writes text as glyphs; each label is named in a comment beside them
     assert sum(name in text for name in names) >= 1
     assert not list(tmp_path.glob(".*part"))
+    # A 29-paper map names every theme and most papers, by short title ("Moshi: ..." is Moshi).
+    from ragqa.faces.pictures import map_picture
+
+    drawn = map_picture(shown, tmp_path / "again.png")
+    assert drawn.themes == names and drawn.papers >= 25
+    assert all(len(t) <= 29 for t in shown["points"]["short_title"])
+    assert any(t.startswith("Moshi") for t in shown["points"]["short_title"])
 
 
 def test_the_html_map_is_one_offline_file_with_points_labels_search_and_highlight(
@@ -210,6 +218,17 @@ def test_the_html_map_is_one_offline_file_with_points_labels_search_and_highligh
     assert state["frames"] >= 1 and state["labels"]
     labels = state["labels"]
     assert not any(_overlap(a, b) for i, a in enumerate(labels) for b in labels[i + 1:])
+    # A small map names its papers: most of the 29 by their short titles, none covering a point.
+    shown = _map_json(seeded)
+    papers = [label for label in labels if label["paper"]]
+    assert len(papers) >= 20 and {label["name"] for label in papers} <= set(
+        shown["points"]["short_title"])
+    dots = browser.execute_script(
+        "const m = window.paperMap; return [...Array(m.n).keys()].map((i) => m.toScreen(i));")
+    themes = [label for label in labels if not label["paper"]]
+    assert themes and not any(label["x"] < x < label["x"] + label["w"]
+                              and label["y"] < y < label["y"] + label["h"]
+                              for label in themes for x, y in dots)
     # The search box marks the titles holding its words.
     box = _css(browser, "#find")[0]
     box.send_keys("Voice")
@@ -444,10 +463,85 @@ def test_a_conference_slice_of_fifteen_years_gets_a_map_and_trends(ragqa, tmp_pa
     # labels at the themes' middles left two of six out).
     from ragqa.faces.pictures import map_picture
 
-    labelled = map_picture(shown, tmp_path / "labelled.png")
-    assert labelled == [t["name"] for t in shown["themes"]]
+    drawn = map_picture(shown, tmp_path / "labelled.png")
+    assert drawn.themes == [t["name"] for t in shown["themes"]]
+    assert drawn.papers == 0  # 814 papers are too many to label each
+    # Papers far from every group are grey, in no theme, and few.
+    theme = np.array(shown["points"]["theme"])
+    assert shown["apart"] == int((theme == -1).sum()) < 0.02 * len(rows)
+    assert sum(t["papers"] for t in shown["themes"]) + shown["apart"] == len(rows)
+    assert shown["subthemes"] == [] and set(shown["points"]["subtheme"]) == {-1}
     trend = json.loads(ragqa("trends", "multi-label classification", "-c", "acml",
                              "--json").stdout)
     assert {row["year"]: row["collection"] for row in trend["years"]} == dict(per_year)
     assert 3 <= trend["papers"] < len(rows) / 4
     assert all(row["papers"] <= row["collection"] for row in trend["years"])
+
+
+def test_two_thousand_papers_get_sub_themes_and_trends_split_by_venue(ragqa, tmp_path,
+                                                                       browser):  # noqa: F811
+    """ACL 2021-22 and ACML 2010-24 from ../shared/data/mlconf (2,555 papers; skipped where
+    the data is absent): a map this large has sub-themes, regions inside their theme's region,
+    named when the page is zoomed in; a trend split by venue counts each venue against its own
+    papers, a year it has none of a gap."""
+    if not MLCONF.is_file():
+        pytest.skip(f"no mlconf data at {MLCONF}")
+    import gzip
+    from collections import Counter
+
+    with gzip.open(MLCONF, "rt", encoding="utf-8") as lines:
+        rows = [r for r in map(json.loads, lines) if r.get("venue") in ("acl", "acml")]
+    for venue in ("acl", "acml"):
+        assert ragqa("ingest", str(MLCONF), "--where", f"venue={venue}", "-c", "both",
+                     "--quiet").exit_code == 0
+    page = tmp_path / "both.html"
+    assert ragqa("map", "-c", "both", "--out", str(page)).exit_code == 0
+    shown = _map_json(ragqa, "-c", "both")
+    assert shown["papers"] == len(rows) >= 2000
+    theme = np.array(shown["points"]["theme"])
+    sub = np.array(shown["points"]["subtheme"])
+    subthemes = shown["subthemes"]
+    assert len(subthemes) > len(shown["themes"])
+    for j, inner in enumerate(subthemes):
+        members = sub == j
+        # a sub-theme's papers are all of its theme, and it is a region of the map
+        assert inner["papers"] == members.sum() > 0
+        assert set(theme[members]) == {inner["theme"]}
+        assert re.fullmatch(r"[A-Z][\w\-\s]+", inner["name"]), inner["name"]
+    for k in {inner["theme"] for inner in subthemes}:
+        names = [inner["name"] for inner in subthemes if inner["theme"] == k]
+        assert len(set(names)) == len(names) >= 2  # siblings are named apart
+    from ragqa.maps.regions import map_purity
+
+    points = np.column_stack([shown["points"]["x"], shown["points"]["y"]])
+    split = theme == subthemes[0]["theme"]
+    assert map_purity(points[split], sub[split]) >= 0.8
+    # The page names the themes at full view and a theme's sub-themes once zoomed into it.
+    browser.get(page.as_uri())
+    _wait(browser, lambda d: d.execute_script("return !!window.paperMap"))
+    names = {t["name"] for t in shown["themes"]}
+    full = browser.execute_script("return window.paperMap.drawnLabels.map((l) => l.name);")
+    assert full and set(full) <= names
+    first = subthemes[0]["theme"]
+    browser.execute_script(f"window.paperMap.focusTheme({first});")
+    _wait(browser, lambda d: set(d.execute_script(
+        "return window.paperMap.drawnLabels.map((l) => l.name);")) & {
+        inner["name"] for inner in subthemes if inner["theme"] == first})
+    assert len(_css(browser, "#legend li")) == len(shown["themes"]) + (shown["apart"] > 0)
+    _shot(browser, tmp_path, "html-map-zoomed")
+    # Trends split by venue: each venue's papers per year are the file's.
+    trend = json.loads(ragqa("trends", "machine translation", "-c", "both", "--by-venue",
+                             "--json").stdout)
+    assert {v["venue"] for v in trend["venues"]} == {"acl", "acml"}
+    for venue in trend["venues"]:
+        per_year = Counter(r["year"] for r in rows if r["venue"] == venue["venue"])
+        assert {row["year"]: row["collection"] for row in venue["years"]
+                if row["collection"]} == dict(per_year)
+        assert all(row["share"] is None for row in venue["years"] if not row["collection"])
+        assert venue["papers"] == sum(row["papers"] for row in venue["years"])
+    assert sum(v["papers"] for v in trend["venues"]) == trend["papers"]
+    acl = next(v for v in trend["venues"] if v["venue"] == "acl")
+    assert acl["papers"] > 0 and acl == trend["venues"][0]  # most on the topic first
+    text = ragqa("trends", "machine translation", "-c", "both", "--by-venue").stdout
+    assert "By venue" in text and "acml" in text
+    assert ragqa("trends", "machine translation", "-c", "both", "--json").exit_code == 0

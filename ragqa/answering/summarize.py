@@ -253,6 +253,7 @@ def theme_names(groups: Sequence[Sequence[Paper]]) -> list[str]:
     everywhere = Counter(phrase for group in docs for doc in group for phrase in doc)
     total = sum(len(group) for group in docs)
     names = []
+    firsts: set[str] = set()
     for group, group_docs, group_found in zip(groups, docs, found, strict=True):
         count = Counter(phrase for doc in group_docs for phrase in doc)
         forms = Counter(occurrence for doc in group_found for occurrence in doc)
@@ -262,6 +263,14 @@ def theme_names(groups: Sequence[Sequence[Paper]]) -> list[str]:
         # "neural machine" gives way to "neural machine translation" when nearly as common.
         shared = [p for p in shared if not any(p in q and p != q and uses[q] >= 0.8 * uses[p]
                                                for q in shared)]
+        # "graph neural" gives way to its endings ("graph neural network", "... networks") when
+        # together they are nearly as common: a name does not stop before its noun.
+        endings = Counter()  # a two-word phrase -> the uses of the three-word ones it starts
+        for phrase, n in uses.items():
+            words = phrase.split(" ")
+            if len(words) == 3:
+                endings[f"{words[0]} {words[1]}"] += n
+        shared = [p for p in shared if endings[p] < 0.8 * uses[p]]
         # Ties go to the phrase the papers repeat most ("speech enhancement", not the
         # "enhancement removes noise" of one sentence).
         ranked = sorted(shared, key=lambda p: (
@@ -275,8 +284,11 @@ def theme_names(groups: Sequence[Sequence[Paper]]) -> list[str]:
             words = distinctive_terms([group])[0]
             names.append(", ".join(words).capitalize() if words else OTHER)
             continue
-        first = ranked[0]
-        second = next((p for p in ranked[1:4] if not set(p.split()) & set(first.split())), None)
+        # Two groups are not given one name: the later takes its next phrase.
+        first = next((p for p in ranked if p not in firsts), ranked[0])
+        firsts.add(first)
+        second = next((p for p in ranked[:4] if p != first
+                       and not set(p.split()) & set(first.split())), None)
         name = _written(first, forms) + (f" and {_written(second, forms)}" if second else "")
         names.append(name[:1].upper() + name[1:])
     return names

@@ -643,13 +643,16 @@ def trends(
     topic: Annotated[str, typer.Argument(help=options_of(TrendsRequest)["topic"][1].help)],
     out_file: Annotated[Path | None, typer.Option(
         "--out", help="Also draw the chart: .png or .svg.")] = None,
+    by_venue: Annotated[bool, typer.Option(
+        "--by-venue", help=options_of(TrendsRequest)["by_venue"][1].help)] = False,
     venue: VenueOpt = None, year: YearOpt = None, category: CategoryOpt = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """A topic over the years: its papers per year against the collection's."""
     out = _renderer()
     with _errors(debug):
-        request = TrendsRequest(topic=topic, venue=venue, year=year, category=category)
+        request = TrendsRequest(topic=topic, by_venue=by_venue, venue=venue, year=year,
+                                category=category)
         if out_file is not None:
             from ragqa.faces.pictures import check_picture_path
 

@@ -22,8 +22,11 @@ h1 { font-size: 1.1rem; margin: 0; }
   border: 1px solid #8888; padding: .3rem .5rem; font-size: .85rem; pointer-events: none; }
 #legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; padding: .25rem 1rem;
   font-size: .85rem; margin: 0; list-style: none; }
-#legend span { display: inline-block; width: .8rem; height: .8rem; margin-right: .3rem;
+#legend .swatch { display: inline-block; width: .8rem; height: .8rem; margin-right: .3rem;
   vertical-align: middle; }
+#legend button { background: none; border: 0; padding: 0 .2rem; font: inherit; color: inherit;
+  cursor: pointer; text-align: left; }
+#legend button:hover, #legend button:focus-visible { text-decoration: underline; }
 #paper { padding: .5rem 1rem; border-top: 1px solid #8886; min-height: 2.5rem; }
 """
 
@@ -38,20 +41,13 @@ const map = new PaperMap(document.getElementById("stage"), data, { onOpen: (id, 
   if (p.url && p.url[i] && /^https?:/.test(p.url[i])) { title.href = p.url[i]; }
   const meta = document.createElement("div");
   meta.className = "muted";
-  meta.textContent = [p.venue[i], p.year[i], data.themes[p.theme[i]].name, id]
+  meta.textContent = [p.venue[i], p.year[i], map.themeName(i), id]
     .filter(Boolean).join(" · ");
   paper.append(title, meta);
 }});
 window.paperMap = map;
 if (data.highlight) map.setHighlight(data.highlight.paper_ids);
-const legend = document.getElementById("legend");
-data.themes.forEach((t, i) => {
-  const item = document.createElement("li");
-  const swatch = document.createElement("span");
-  swatch.style.background = MAP_COLOURS[i % MAP_COLOURS.length];
-  item.append(swatch, `${t.name} (${t.papers})`);
-  legend.append(item);
-});
+map.buildLegend(document.getElementById("legend"));
 const info = document.getElementById("found");
 document.getElementById("find").addEventListener("input", (e) => {
   const n = map.search(e.target.value);

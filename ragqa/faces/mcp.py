@@ -231,15 +231,18 @@ def build(core: "App", slots: Slots | None = None) -> Any:
     @server.tool(annotations=reads, description=(
         "A topic's papers per year against the collection's papers per year (the papers the "
         "list decision keeps for the topic). Returns the `ragqa trends --json` object: topic, "
-        "papers, years [{year, papers, collection, share}], without_year {papers, collection}, "
-        "results [paper_id, title, source, year, venue]. Needs papers of three or more years."))
+        "papers, years [{year, papers, collection, share}] (share null: the collection has no "
+        "papers of that year), venues [{venue, papers, years}] (with by_venue), without_year "
+        "{papers, collection}, results [paper_id, title, source, year, venue]. Needs papers of "
+        "three or more years."))
     async def topic_trends(topic: _param(TrendsRequest, "topic"),
+                           by_venue: _param(TrendsRequest, "by_venue") = False,
                            venue: _param(TrendsRequest, "venue") = None,
                            year: _param(TrendsRequest, "year") = None,
                            category: _param(TrendsRequest, "category") = None
                            ) -> dict[str, Any]:
         return await held("trends", lambda: core.trends(TrendsRequest(
-            topic=topic, venue=venue, year=year, category=category)))
+            topic=topic, by_venue=by_venue, venue=venue, year=year, category=category)))
 
     @server.tool(annotations=reads, description=(
         "The collections of this ragqa store. Returns {\"current\": the collection the tools "

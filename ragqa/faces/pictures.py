@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -13,7 +14,12 @@ from ragqa.errors import UserError, require_extra
 
 COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"]  # as map.js
+APART = "#c8c8c8"  # papers apart from every theme (maps.regions.NOISE)
+# A map of at most this many papers labels each of them by its short title (29 seeds: a reader
+# wants to know which dot is which paper); above it the points are too close for words.
+TITLES_UP_TO = 60
 FORMATS = (".png", ".svg")
+VENUE_LINES = 6  # a trend split by venue draws the venues with the most papers on the topic
 SIZE, DPI = (16, 10), 100
 
 
@@ -60,37 +66,53 @@ def _wrapped(text: str, width: int = 34) -> str:
 
 
 def _point_size(n: int) -> float:
-    return float(np.clip(4000 / max(n, 1), 1.0, 60.0))
+    """In points²: 60 for the 29 seeds, ~4 at 2,555 papers (at 1.6, a theme's points read as
+    dust, not a region), 2 at 37,932."""
+    return float(np.clip(10_000 / max(n, 1), 2.0, 60.0))
 
 
-def _labels(axes, figure, labels: Sequence[tuple[str, Sequence[tuple[float, float]]]]
-            ) -> list[str]:
+def _labels(axes, figure, labels: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+            dots: np.ndarray | None = None) -> list[str]:
     """Theme labels, largest theme first, each inside its own region: at the first of its
     places (its points, most central first) where it overlaps no label already placed, on one
     line or two, at 12 pt or else 10; a label with no free place in its region is left out.
-    The names labelled."""
+    With `dots` (a small map's points), a label covers none of them: it goes just above or
+    below its place instead. The names labelled."""
     renderer = figure.canvas.get_renderer()
     inside = axes.get_window_extent(renderer)
     placed: list = []
+    if dots is not None:
+        placed += _dot_boxes(axes, dots)
+    shifts = ((0, 0),) if dots is None else ((0, 12), (0, -12), (0, 24), (0, -24))
     return [name for name, places in labels
-            if _place_label(axes, renderer, inside, placed, name, places)]
+            if _place_label(axes, renderer, inside, placed, name, places, shifts)]
+
+
+def _dot_boxes(axes, dots: np.ndarray) -> list:
+    from matplotlib.transforms import Bbox
+
+    return [Bbox.from_bounds(x - 4, y - 4, 8, 8) for x, y in axes.transData.transform(dots)]
 
 
 def _place_label(axes, renderer, inside, placed: list, name: str,
-                 places: Sequence[tuple[float, float]]) -> bool:
+                 places: Sequence[tuple[float, float]],
+                 shifts: Sequence[tuple[int, int]] = ((0, 0),)) -> bool:
     for size in (12, 10):
         for text in (_plain(name), _wrapped(_plain(name), 22)):
             for x, y in places:
-                label = axes.annotate(text, (x, y), ha="center", va="center", fontsize=size,
-                                      weight="bold", color="#222", linespacing=1.0,
-                                      bbox={"boxstyle": "round,pad=0.2", "fc": "white",
-                                            "ec": "none", "alpha": 0.85})
-                box = label.get_window_extent(renderer).expanded(1.02, 1.05)
-                if not any(box.overlaps(other) for other in placed) and \
-                        inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
-                    placed.append(box)
-                    return True
-                label.remove()
+                for shift in shifts:
+                    label = axes.annotate(text, (x, y), xytext=shift,
+                                          textcoords="offset points", ha="center",
+                                          va="center", fontsize=size, weight="bold",
+                                          color="#222", linespacing=1.0,
+                                          bbox={"boxstyle": "round,pad=0.2", "fc": "white",
+                                                "ec": "none", "alpha": 0.85})
+                    box = label.get_window_extent(renderer).expanded(1.02, 1.05)
+                    if not any(box.overlaps(other) for other in placed) and \
+                            inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
+                        placed.append(box)
+                        return True
+                    label.remove()
     return False
 
 
@@ -106,11 +128,16 @@ def _places(x: np.ndarray, y: np.ndarray, first: tuple[float, float] | None = No
     return ([first] if first else []) + [(float(x[i]), float(y[i])) for i in picked]
 
 
-def map_picture(result: dict, path: Path, focus: dict | None = None) -> list[str]:
+class Drawn(NamedTuple):
+    themes: list[str]  # the names of the themes labelled on it
+    papers: int  # the papers labelled by their short titles (small maps)
+
+
+def map_picture(result: dict, path: Path, focus: dict | None = None) -> Drawn:
     """The map of `ragqa map --json`'s object. With `focus` ({"paper_ids", "themes": [names],
     "theme_of": {paper_id: theme index}}, a summary's), the rest of the collection is grey and
-    the focus papers are coloured by their own themes, labelled where they lie. The names of
-    the themes labelled on it."""
+    the focus papers are coloured by their own themes, labelled where they lie. A map of at
+    most TITLES_UP_TO papers labels each by its short title. What was labelled."""
     plt, figure = _figure()
     # The map on the right, square; the legend in the room on its left.
     axes = figure.add_axes((0.3, 0.01, 0.69, 0.92))
@@ -122,8 +149,8 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> list[str
     size = _point_size(n)
     index = {pid: i for i, pid in enumerate(points["paper_id"])}
     if focus is None:
-        colours = [COLOURS[t % len(COLOURS)] for t in themes]
-        axes.scatter(x, y, s=size, c=colours, alpha=0.7, linewidths=0)
+        colours = [COLOURS[t % len(COLOURS)] if t >= 0 else APART for t in themes]
+        axes.scatter(x, y, s=size, c=colours, alpha=0.8, linewidths=0)
         labels = [(t["name"], _places(x[themes == t["theme"]], y[themes == t["theme"]],
                                       (t["x"], t["y"]))) for t in result["themes"]]
         marked = [index[p] for p in (result.get("highlight") or {}).get("paper_ids", [])
@@ -134,10 +161,13 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> list[str
                          edgecolors="black", linewidths=1.6, zorder=3)
         from matplotlib.lines import Line2D
 
+        entries = [(COLOURS[t["theme"] % len(COLOURS)], f"{t['name']} ({t['papers']:,})")
+                   for t in result["themes"]]
+        if result.get("apart"):
+            entries.append((APART, f"apart from every theme ({result['apart']:,})"))
         figure.legend(handles=[Line2D([], [], marker="s", linestyle="", markersize=9,
-                                      color=COLOURS[t["theme"] % len(COLOURS)],
-                                      label=_wrapped(f"{t['name']} ({t['papers']:,})"))
-                               for t in result["themes"]],
+                                      color=colour, label=_wrapped(text))
+                               for colour, text in entries],
                       loc="upper left", bbox_to_anchor=(0.01, 0.9), fontsize=11,
                       frameon=False)
         title = f"{result['collection']}: {n:,} papers, {len(result['themes'])} themes"
@@ -162,13 +192,62 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> list[str
                           frameon=False)
         title = f"{len(rows)} papers on “{focus['topic']}” among the {n:,} of " \
                 f"{result['collection']}"
-    axes.set_xlim(-0.02, 1.02)
-    axes.set_ylim(-0.02, 1.02)
-    axes.set_aspect("equal")
+    _frame(axes, x, y, themes if focus is None else None)
     figure.suptitle(_plain(title), fontsize=14)
-    labelled = _labels(axes, figure, labels)
+    small = n <= TITLES_UP_TO and focus is None
+    labelled = _labels(axes, figure, labels, np.column_stack([x, y]) if small else None)
+    titled = _paper_labels(axes, figure, x, y, points.get("short_title") or points["title"]) \
+        if small else 0
     _save(plt, figure, path)
-    return labelled
+    return Drawn(labelled, titled)
+
+
+def _paper_labels(axes, figure, x: np.ndarray, y: np.ndarray, titles: Sequence[str]) -> int:
+    """Each paper's short title beside its point, where it overlaps no label and no other
+    point (right, left, above or below it); a title with no such place is left out. How many
+    were labelled."""
+    renderer = figure.canvas.get_renderer()
+    inside = axes.get_window_extent(renderer)
+    taken = [text.get_window_extent(renderer) for text in axes.texts]
+    dot_boxes = _dot_boxes(axes, np.column_stack([x, y]))
+    done = 0
+    for i, title in enumerate(titles):
+        for offset, ha, va in (((7, 0), "left", "center"), ((-7, 0), "right", "center"),
+                               ((0, 7), "center", "bottom"), ((0, -7), "center", "top")):
+            label = axes.annotate(_plain(title), (x[i], y[i]), xytext=offset,
+                                  textcoords="offset points", ha=ha, va=va, fontsize=9,
+                                  color="#333")
+            box = label.get_window_extent(renderer).padded(2)
+            clear = not any(box.overlaps(o) for o in taken) and not any(
+                box.overlaps(d) for j, d in enumerate(dot_boxes) if j != i)
+            if clear and inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
+                taken.append(box)
+                done += 1
+                break
+            label.remove()
+    return done
+
+
+def _frame(axes, x: np.ndarray, y: np.ndarray, themes: np.ndarray | None) -> None:
+    """The view: the papers in a theme, with a margin, filling the room (the aspect kept; the
+    longer side of t-SNE's cloud used to leave a third of the picture empty). A paper apart
+    from every theme far outside that box is left off the picture (the HTML map has it)."""
+    keep = themes != -1 if themes is not None and (themes != -1).any() else np.ones(len(x), bool)
+    low = np.array([x[keep].min(), y[keep].min()]) if len(x) else np.zeros(2)
+    high = np.array([x[keep].max(), y[keep].max()]) if len(x) else np.ones(2)
+    middle, span = (low + high) / 2, (high - low) * 1.06 + 1e-9
+    # The shorter side widened to the room's proportions, so that one unit is as long across
+    # as up (matplotlib's own "datalim" adjusting warns that it ignores the limits).
+    box = axes.get_position()
+    width, height = axes.figure.get_size_inches() * np.array([box.width, box.height])
+    room = width / height
+    if span[0] / span[1] < room:
+        span[0] = span[1] * room
+    else:
+        span[1] = span[0] / room
+    axes.set_xlim(middle[0] - span[0] / 2, middle[0] + span[0] / 2)
+    axes.set_ylim(middle[1] - span[1] / 2, middle[1] + span[1] / 2)
+    axes.set_aspect("equal", adjustable="box")
 
 
 def trend_picture(result: dict, path: Path) -> None:
@@ -188,7 +267,16 @@ def trend_picture(result: dict, path: Path) -> None:
     step = -(-len(years) // 16)  # at most 16 year labels: 11 pt years need ~80 px each
     axes.set_xticks(years[::step])
     right = axes.twinx()
-    right.plot(years, shares, color="#e15759", marker="o", label="share of the year's papers")
+    venues = [v for v in result.get("venues", []) if v["papers"]][:VENUE_LINES]
+    right.plot(years, shares, color="#555" if venues else "#e15759",
+               linestyle="--" if venues else "-", marker="o",
+               label="share of the year's papers" + (", all venues" if venues else ""))
+    for k, venue in enumerate(venues):
+        # A year the venue has no papers of is a gap in its line.
+        right.plot(years, [np.nan if row["share"] is None else 100 * row["share"]
+                           for row in venue["years"]],
+                   color=COLOURS[(k + 1) % len(COLOURS)], marker=".",
+                   label=_plain(f"{venue['venue'] or '(no venue)'} ({venue['papers']})"))
     right.set_ylabel("% of the collection's papers that year", fontsize=12)
     right.tick_params(labelsize=11)
     right.set_ylim(bottom=0)

@@ -32,6 +32,9 @@ def markup(text: str) -> str:
     return escape(safe(text))
 
 
+_SPARKS = "▁▂▃▄▅▆▇█"  # a share per year, lowest to highest
+
+
 class Renderer:
     def __init__(self) -> None:
         self.console = Console(highlight=False, soft_wrap=False)
@@ -300,9 +303,10 @@ class Renderer:
     def paper_map(self, result: dict, out_file: Any) -> None:
         how = (f"computed in {result['seconds']:.0f} s" if result["seconds"] else "cached")
         placed = f", {result['placed']} placed since the layout" if result["placed"] else ""
+        inner = f" ({len(result['subthemes'])} sub-themes)" if result["subthemes"] else ""
         self.console.print(f"[bold]Map of {escape(result['collection'])}[/]: "
-                           f"{result['papers']:,} papers, {len(result['themes'])} themes "
-                           f"[dim]({escape(result['method'])}, {how}{placed})[/]")
+                           f"{result['papers']:,} papers, {len(result['themes'])} themes"
+                           f"{inner} [dim]({escape(result['method'])}, {how}{placed})[/]")
         marked = set((result.get("highlight") or {}).get("paper_ids", []))
         in_theme: dict[int, int] = {}
         for pid, theme in zip(result["points"]["paper_id"], result["points"]["theme"],
@@ -315,8 +319,14 @@ class Renderer:
         if marked:
             table.add_column("highlighted", justify="right")
         for theme in result["themes"]:
-            row = [markup(theme["name"]), str(theme["papers"])]
+            inside = [markup(sub["name"]) for sub in result["subthemes"]
+                      if sub["theme"] == theme["theme"]]
+            name = markup(theme["name"]) + (f"\n[dim]{' · '.join(inside)}[/]" if inside else "")
+            row = [name, str(theme["papers"])]
             table.add_row(*row, *([str(in_theme.get(theme["theme"], 0))] if marked else []))
+        if result["apart"]:
+            table.add_row("[dim]apart from every theme[/]", str(result["apart"]),
+                          *([str(in_theme.get(-1, 0))] if marked else []))
         self.console.print(table)
         if result.get("highlight"):
             question = markup(result["highlight"]["question"])
@@ -340,12 +350,38 @@ class Renderer:
             table.add_row(str(row["year"]), str(row["papers"]), str(row["collection"]),
                           f"{100 * row['share']:.1f}%", bar)
         self.console.print(table)
+        if result["venues"]:
+            self.console.print(self._venue_table(result))
         apart = result["without_year"]
         if apart["collection"]:
             self.console.print(f"Without a year: {apart['papers']} of the topic's papers, "
                                f"{apart['collection']} of the collection's (counted apart)")
         if out_file is not None:
             self.console.print(f"Wrote {markup(str(out_file))}")
+
+    @staticmethod
+    def _venue_table(result: dict) -> Table:
+        """A row per venue: its papers on the topic, their share of its papers, and that share
+        year by year as a sparkline over the trend's years (a blank: the venue has no papers
+        that year)."""
+        years = [row["year"] for row in result["years"]]
+        table = Table(show_header=True, title=f"By venue, {years[0]}–{years[-1]}" if years
+                      else "By venue")
+        for column, justify in (("venue", "left"), ("papers", "right"), ("of its", "right"),
+                                ("share", "right"), ("share per year", "left")):
+            table.add_column(column, justify=justify)
+        shares = [row["share"] for v in result["venues"] for row in v["years"]
+                  if row["share"] is not None]
+        top = max(shares, default=0) or 1
+        for venue in result["venues"]:
+            own = venue["collection"]
+            line = "".join(" " if row["share"] is None else
+                           _SPARKS[min(7, int(8 * row["share"] / top))]
+                           for row in venue["years"])
+            table.add_row(escape(venue["venue"] or "(no venue)"), str(venue["papers"]),
+                          str(own), f"{100 * venue['papers'] / own:.1f}%" if own else "—",
+                          line)
+        return table
 
     # ------------------------------------------------------------ doctor
 

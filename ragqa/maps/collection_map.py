@@ -6,7 +6,9 @@ since the last map, they are placed among their neighbours on it (`layout.place`
 laying everything out again, up to RELAYOUT_SHARE of the map; removed papers just leave it.
 Themes are regions of the map (maps.regions: the points grouped where the layout puts them),
 as many as the summaries' rule gives the collection, and are named by the summaries' namer;
-a paper placed later takes the theme of its neighbours on the map.
+a paper placed later takes the theme of its neighbours on the map. Papers far from every group
+are in no theme (`regions.NOISE`); a collection of SUBTHEMES_FROM papers or more has sub-themes
+inside its larger themes, named among their siblings.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ragqa.answering.summarize import OTHER, choose_themes, theme_names
 from ragqa.errors import require_extra
 from ragqa.index.store import local_dir
 from ragqa.maps.layout import fit_layout, method_name, place
-from ragqa.maps.regions import label_by_neighbours, map_regions
+from ragqa.maps.regions import NOISE, apart, label_by_neighbours, map_regions, split_regions
 from ragqa.sources.paper import Paper
 
 if TYPE_CHECKING:
@@ -43,7 +45,13 @@ RELAYOUT_SHARE = 0.10
 # word; "Gene expression and stem cells" / "Stem cells and transcription factors"):
 # bench/maps/naming.py.
 NAMING_PAPERS = 400
-CACHE_VERSION = 2  # raise it when the layout, the themes or their names are made differently
+# Sub-themes: a collection this large is too many papers for ten names at full view (the page
+# shows the sub-themes' names when zoomed in); within it, a theme of SPLIT_FROM papers or more is
+# cut into as many regions as the summaries' rule gives its papers. Chosen, not fitted: 2,000 is
+# the size at which the new user of issue 48 could no longer read the map.
+SUBTHEMES_FROM = 2_000
+SPLIT_FROM = 200
+CACHE_VERSION = 3  # raise it when the layout, the themes or their names are made differently
 KEEP_MAPS = 2  # cached maps kept per collection: the newest ones
 
 Progress = Callable[[str], None]
@@ -55,6 +63,7 @@ class MapTheme:
     size: int
     x: float  # where its label goes: the member nearest the middle of its points
     y: float
+    parent: int = NOISE  # a sub-theme's theme
 
 
 @dataclass
@@ -63,8 +72,10 @@ class CollectionMap:
     method: str
     papers: list[Paper]
     points: np.ndarray  # (n, 2) in the unit square
-    theme_of: np.ndarray  # each paper's index into `themes`
+    theme_of: np.ndarray  # each paper's index into `themes`, NOISE when apart from all
     themes: list[MapTheme]
+    subtheme_of: np.ndarray  # each paper's index into `subthemes`, NOISE where none
+    subthemes: list[MapTheme]
     placed: int = 0  # papers placed among their neighbours since the last layout
     seconds: float = 0.0  # what computing it took (0 when read from the cache)
 
@@ -79,7 +90,8 @@ def collection_map(retriever: Retriever, progress: Progress | None = None) -> Co
     state = index.fingerprint if index is not None else ""
     folder = local_dir(retriever.store.settings, retriever.store.name) / "maps"
     if not papers:
-        return CollectionMap(state, "", [], np.zeros((0, 2)), np.zeros(0, dtype=np.int64), [])
+        none = np.zeros(0, dtype=np.int64)
+        return CollectionMap(state, "", [], np.zeros((0, 2)), none, [], none, [])
     cached = _read(folder, state)
     if cached is not None:
         return _assemble({**cached, "seconds": 0.0}, papers, state)
@@ -104,27 +116,50 @@ def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress) -> di
     points = fit_layout(vectors, progress=say)
     say(f"Grouping {n:,} papers into themes")
     labels = map_regions(points, len(np.unique(choose_themes(vectors))))
-    order = _by_size(labels)
-    labels = np.array([order[label] for label in labels], dtype=np.int64)
+    labels[apart(points)] = NOISE
+    labels = _by_size(labels)
+    sub, parents = _subthemes(points, vectors, labels) if n >= SUBTHEMES_FROM else (
+        np.full(n, NOISE, dtype=np.int64), [])
     say("Naming the themes")
-    names = _names(papers, vectors, labels)
+    names = _names(papers, vectors, [np.flatnonzero(labels == t)
+                                     for t in range(int(labels.max()) + 1)])
+    subnames = [""] * len(parents)
+    for theme in sorted(set(parents)):
+        siblings = [j for j, parent in enumerate(parents) if parent == theme]
+        found = _names(papers, vectors, [np.flatnonzero(sub == j) for j in siblings])
+        for j, name in zip(siblings, found, strict=True):
+            subnames[j] = name
     centres = _centres(vectors, labels, len(names))
     return {"ids": [p.paper_id for p in papers], "points": points, "labels": labels,
-            "names": names, "centres": centres, "placed": 0,
+            "names": names, "centres": centres, "placed": 0, "sublabels": sub,
+            "subparents": np.array(parents, dtype=np.int64), "subnames": subnames,
             "method": method_name(n)}
 
 
-def _by_size(labels: np.ndarray) -> dict[int, int]:
-    """Old label -> new label, the largest theme first."""
-    counts = np.bincount(labels) if len(labels) else np.zeros(0, dtype=np.int64)
+def _by_size(labels: np.ndarray) -> np.ndarray:
+    """The labels renumbered, the largest theme 0; NOISE stays."""
+    themed = labels[labels != NOISE]
+    counts = np.bincount(themed) if len(themed) else np.zeros(0, dtype=np.int64)
     ranked = sorted(range(len(counts)), key=lambda label: (-counts[label], label))
-    return {old: new for new, old in enumerate(ranked)}
+    order = {old: new for new, old in enumerate(ranked)} | {NOISE: NOISE}
+    return np.array([order[int(label)] for label in labels], dtype=np.int64)
 
 
-def _names(papers: Sequence[Paper], vectors: np.ndarray, labels: np.ndarray) -> list[str]:
+def _subthemes(points: np.ndarray, vectors: np.ndarray, labels: np.ndarray
+               ) -> tuple[np.ndarray, list[int]]:
+    counts = {}
+    for theme in range(int(labels.max()) + 1 if len(labels) else 0):
+        members = np.flatnonzero(labels == theme)
+        if len(members) >= SPLIT_FROM:
+            counts[theme] = len(np.unique(choose_themes(vectors[members])))
+    return split_regions(points, labels, counts)
+
+
+def _names(papers: Sequence[Paper], vectors: np.ndarray,
+           groups_of: Sequence[np.ndarray]) -> list[str]:
+    """A name for each group of rows (a theme's papers), from its most central papers."""
     groups = []
-    for label in range(int(labels.max()) + 1 if len(labels) else 0):
-        members = np.flatnonzero(labels == label)
+    for members in groups_of:
         centre = vectors[members].mean(axis=0)
         central = members[np.argsort(-(vectors[members] @ centre))][:NAMING_PAPERS]
         groups.append([papers[i] for i in central])
@@ -152,14 +187,23 @@ def _extended(latest: dict, ids: list[str], vectors: np.ndarray) -> dict | None:
         return None
     points = np.zeros((len(ids), 2))
     labels = np.zeros(len(ids), dtype=np.int64)
+    sub = np.full(len(ids), NOISE, dtype=np.int64)
     source = np.array([old_index[ids[i]] for i in kept])
     points[kept] = latest["points"][source]
     labels[kept] = latest["labels"][source]
+    sub[kept] = latest["sublabels"][source]
+    parents = np.asarray(latest["subparents"], dtype=np.int64)
     if new:
         points[new] = place(vectors[new], vectors[kept], points[kept])
         labels[new] = label_by_neighbours(points[new], points[kept], labels[kept])
+        sub[new] = label_by_neighbours(points[new], points[kept], sub[kept])
+        # a sub-theme of another theme than the paper's (at a border): none
+        mixed = [i for i in new if sub[i] != NOISE and parents[sub[i]] != labels[i]]
+        sub[mixed] = NOISE
     return {"ids": ids, "points": points, "labels": labels, "names": list(latest["names"]),
-            "centres": latest["centres"], "placed": placed, "method": str(latest["method"])}
+            "centres": latest["centres"], "placed": placed, "sublabels": sub,
+            "subparents": parents, "subnames": list(latest["subnames"]),
+            "method": str(latest["method"])}
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -177,12 +221,13 @@ def _write(folder: Path, state: str, data: dict) -> None:
     """Atomically (a reader sees a whole map or none); the oldest maps beyond KEEP_MAPS go."""
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"version": CACHE_VERSION, "state": state, "names": data["names"],
-            "placed": data["placed"], "method": data["method"],
+            "subnames": data["subnames"], "placed": data["placed"], "method": data["method"],
             "seconds": round(float(data["seconds"]), 2)}
     temporary = folder / f".map-{os.getpid()}-{time.monotonic_ns()}.npz"
     with open(temporary, "wb") as handle:
         np.savez(handle, ids=np.array(data["ids"], dtype=str), points=data["points"],
                  labels=data["labels"], centres=data["centres"],
+                 sublabels=data["sublabels"], subparents=data["subparents"],
                  meta=np.array(json.dumps(meta)))
     os.replace(temporary, _file(folder, state))
     maps = sorted(folder.glob("map-*.npz"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -197,7 +242,9 @@ def _load(path: Path) -> dict | None:
             if meta.get("version") != CACHE_VERSION:
                 return None
             return {"ids": [str(x) for x in stored["ids"]], "points": stored["points"],
-                    "labels": stored["labels"], "centres": stored["centres"], **meta}
+                    "labels": stored["labels"], "centres": stored["centres"],
+                    "sublabels": stored["sublabels"], "subparents": stored["subparents"],
+                    **meta}
     except (OSError, ValueError, KeyError):  # a damaged or foreign file: computed again
         return None
 
@@ -227,20 +274,37 @@ def _assemble(data: dict, papers: list[Paper], state: str) -> CollectionMap:
     ordered = [by_id[data["ids"][i]] for i in rows]
     points = np.asarray(data["points"], dtype=np.float64)[rows] if rows else np.zeros((0, 2))
     labels = np.asarray(data["labels"], dtype=np.int64)[rows] if rows else np.zeros(0, int)
+    sub = np.asarray(data["sublabels"], dtype=np.int64)[rows] if rows else np.zeros(0, int)
+    themes, theme_of = _placed_themes(points, labels, data["names"])
+    parents = np.asarray(data["subparents"], dtype=np.int64)
+    subthemes, subtheme_of = _placed_themes(points, sub, data["subnames"])
+    for subtheme, old in zip(subthemes, _kept_labels(sub, len(data["subnames"])), strict=True):
+        subtheme.parent = int(theme_of[labels == parents[old]][0])
+    return CollectionMap(state, str(data["method"]), ordered, points, theme_of,
+                         themes, subtheme_of, subthemes, int(data["placed"]),
+                         float(data.get("seconds", 0.0)))
+
+
+def _kept_labels(labels: np.ndarray, count: int) -> list[int]:
+    """The labels (of `count`) that some paper still has, in order."""
+    present = set(labels.tolist())
+    return [label for label in range(count) if label in present]
+
+
+def _placed_themes(points: np.ndarray, labels: np.ndarray, names: Sequence[str]
+                   ) -> tuple[list[MapTheme], np.ndarray]:
+    """The themes (or sub-themes) some paper still has, renumbered in order, each with its
+    label's place: the member nearest the middle of its points."""
     themes = []
-    for label, name in enumerate(data["names"]):
+    kept = _kept_labels(labels, len(names))
+    for label in kept:
         members = np.flatnonzero(labels == label)
-        if not len(members):
-            continue
         middle = np.median(points[members], axis=0)
         anchor = members[np.argmin(((points[members] - middle) ** 2).sum(axis=1))]
-        themes.append((label, MapTheme(str(name), len(members), float(points[anchor, 0]),
-                                       float(points[anchor, 1]))))
-    renumber = {old: new for new, (old, _) in enumerate(themes)}
-    theme_of = np.array([renumber[int(label)] for label in labels], dtype=np.int64)
-    return CollectionMap(state, str(data["method"]), ordered, points, theme_of,
-                         [theme for _, theme in themes], int(data["placed"]),
-                         float(data.get("seconds", 0.0)))
+        themes.append(MapTheme(str(names[label]), len(members), float(points[anchor, 0]),
+                               float(points[anchor, 1])))
+    renumber = {old: new for new, old in enumerate(kept)} | {NOISE: NOISE}
+    return themes, np.array([renumber[int(label)] for label in labels], dtype=np.int64)
 
 
 def as_json(cmap: CollectionMap, collection: str,
@@ -253,14 +317,35 @@ def as_json(cmap: CollectionMap, collection: str,
         "method": cmap.method, "placed": cmap.placed, "seconds": round(cmap.seconds, 2),
         "themes": [{"theme": i, "name": t.name, "papers": t.size, "x": round(t.x, 5),
                     "y": round(t.y, 5)} for i, t in enumerate(cmap.themes)],
+        "apart": int((cmap.theme_of == NOISE).sum()),
+        "subthemes": [{"subtheme": j, "theme": t.parent, "name": t.name, "papers": t.size,
+                       "x": round(t.x, 5), "y": round(t.y, 5)}
+                      for j, t in enumerate(cmap.subthemes)],
         "points": {
             "paper_id": [p.paper_id for p in papers], "title": [p.title for p in papers],
+            "short_title": [short_title(p.title) for p in papers],
             "source": [p.source for p in papers], "venue": [p.venue for p in papers],
             "year": [p.year for p in papers], "url": [p.url for p in papers],
             "x": [round(float(v), 5) for v in cmap.points[:, 0]],
             "y": [round(float(v), 5) for v in cmap.points[:, 1]],
             "theme": [int(t) for t in cmap.theme_of],
+            "subtheme": [int(t) for t in cmap.subtheme_of],
         },
         "highlight": {"question": highlight[0], "paper_ids": highlight[1]}
         if highlight else None,
     }
+
+
+def short_title(title: str, most: int = 28) -> str:
+    """A label for a paper on a small map: the name before a title's colon ("Moshi: a
+    speech-text foundation model" → "Moshi"), else its first words within `most` characters."""
+    head, colon, _ = title.partition(":")
+    if colon and 2 <= len(head.strip()) <= most:
+        return head.strip()
+    words: list[str] = []
+    for word in title.split():
+        if words and len(" ".join([*words, word])) > most:
+            break
+        words.append(word)
+    text = " ".join(words)
+    return text if len(text) >= len(title.strip()) else text.rstrip(",;.-") + "…"

@@ -2,14 +2,16 @@
 
 The topic's papers are the ones the list decision keeps for it, as for "which papers are
 about TOPIC?" and for a summary of TOPIC, so that the counts are the papers a user would be
-shown. Papers without a year are counted apart, never in a year.
+shown. Papers without a year are counted apart, never in a year. Split by venue, each venue's
+papers of the topic are counted against that venue's papers of the year (a year the venue has
+no papers of is a gap, as for the whole collection).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ragqa.errors import UserError
@@ -38,11 +40,20 @@ class YearCount:
 
 
 @dataclass
+class VenueTrend:
+    venue: str
+    papers: int  # the topic's papers of this venue
+    collection: int  # all of the venue's papers (within the filters)
+    years: list[YearCount]  # the whole trend's years; the venue's own papers per year
+
+
+@dataclass
 class Trend:
     topic: str
     years: list[YearCount]  # every year from the first to the last, gaps as zero
     without_year: YearCount  # year 0: the papers that carry none
     papers: list[Paper]  # the topic's, best first
+    venues: list[VenueTrend] = field(default_factory=list)  # when split by venue
 
 
 def topic_papers(retriever: Retriever, topic: str, filters: Filters | None = None,
@@ -69,9 +80,28 @@ def count_by_year(topic: str, papers: Sequence[Paper], collection: Sequence[Pape
                  YearCount(0, mine[0], everyone[0]), list(papers))
 
 
+def by_venue(trend: Trend, collection: Sequence[Paper]) -> list[VenueTrend]:
+    """The trend of each venue of the collection, over the trend's years: the venues with the
+    most papers on the topic first."""
+    venues: dict[str, list[Paper]] = {}
+    for paper in collection:
+        venues.setdefault(paper.venue or "", []).append(paper)
+    mine: dict[str, list[Paper]] = {}
+    for paper in trend.papers:
+        mine.setdefault(paper.venue or "", []).append(paper)
+    split = []
+    for venue, papers in venues.items():
+        counted = count_by_year(trend.topic, mine.get(venue, []), papers)
+        years = {row.year: row for row in counted.years}
+        split.append(VenueTrend(venue, len(mine.get(venue, [])), len(papers), [
+            years.get(row.year, YearCount(row.year, 0, 0)) for row in trend.years]))
+    return sorted(split, key=lambda v: (-v.papers, v.venue))
+
+
 def trend(retriever: Retriever, topic: str, filters: Filters | None = None,
-          foreign: bool = False) -> Trend:
-    """`ragqa trends TOPIC`: the topic's papers per year, and the collection's."""
+          foreign: bool = False, split_venues: bool = False) -> Trend:
+    """`ragqa trends TOPIC`: the topic's papers per year, and the collection's (and each
+    venue's, with `split_venues`)."""
     filters = filters or Filters()
     collection = [p for p in retriever.lexical.all_papers() if filters.admits(p)] \
         if retriever.lexical is not None else []
@@ -81,7 +111,10 @@ def trend(retriever: Retriever, topic: str, filters: Filters | None = None,
         raise UserError(f"the collection's papers carry {_years(sorted(years))}: a trend "
                         f"needs papers of {MIN_YEARS} or more years")
     papers = topic_papers(retriever, topic, filters, foreign)
-    return count_by_year(strip_frame(topic), papers, collection)
+    counted = count_by_year(strip_frame(topic), papers, collection)
+    if split_venues:
+        counted.venues = by_venue(counted, collection)
+    return counted
 
 
 def _years(years: Sequence[int]) -> str:
@@ -92,13 +125,18 @@ def _years(years: Sequence[int]) -> str:
     return f"{len(years)} years ({', '.join(map(str, years))})"
 
 
+def _years_json(years: Sequence[YearCount]) -> list[dict]:
+    return [{"year": c.year, "papers": c.papers, "collection": c.collection,
+             "share": None if c.share is None else round(c.share, 4)} for c in years]
+
+
 def as_json(trend: Trend, collection: str) -> dict:
     return {
         "topic": trend.topic, "collection": collection,
         "papers": len(trend.papers),
-        "years": [{"year": c.year, "papers": c.papers, "collection": c.collection,
-                   "share": None if c.share is None else round(c.share, 4)}
-                  for c in trend.years],
+        "years": _years_json(trend.years),
+        "venues": [{"venue": v.venue, "papers": v.papers, "collection": v.collection,
+                    "years": _years_json(v.years)} for v in trend.venues],
         "without_year": {"papers": trend.without_year.papers,
                          "collection": trend.without_year.collection},
         "results": [{"paper_id": p.paper_id, "title": p.title, "source": p.source,

@@ -741,11 +741,7 @@ async function showMap() {
       state.map = new PaperMap($("map-stage"), data, {
         onOpen: (paperId) => openPaper(paperId, "", $("map-stage")),
       });
-      const legend = $("map-legend");
-      legend.replaceChildren();
-      data.themes.forEach((t, i) => legend.append(el("li", {},
-        el("span", { class: "swatch", style: `background:${MAP_COLOURS[i % MAP_COLOURS.length]}` }),
-        `${t.name} (${t.papers})`)));
+      state.map.buildLegend($("map-legend"));
     } catch (err) {
       $("map-info").textContent = "";
       if (err.status !== 401) showError(err.message);
@@ -804,10 +800,31 @@ function renderTrend(trend, figureId = "summary-trend") {
   });
   svg.setAttribute("aria-label", `Share of each year's papers on ${trend.topic}`);
   figure.prepend(svg);
+  for (const old of figure.querySelectorAll("table")) old.remove();
+  if (trend.venues && trend.venues.length) figure.append(venueTable(trend));
   const apart = trend.without_year.papers ? `; ${trend.without_year.papers} without a year` : "";
   $(`${figureId}-caption`).textContent = `${trend.papers} papers on “${trend.topic}”: their ` +
     `share of each year's papers (hover a bar for the counts)${apart}.`;
   figure.hidden = false;
+}
+
+// A trend split by venue: a row per venue, its papers on the topic against its own papers, and
+// the years it has papers on the topic.
+function venueTable(trend) {
+  const table = el("table", { class: "trend-venues" },
+    el("thead", {}, el("tr", {}, ...["venue", "papers", "of its", "share", "years with papers"]
+      .map((h) => el("th", { scope: "col" }, h)))));
+  const body = el("tbody", {});
+  for (const v of trend.venues) {
+    const years = v.years.filter((row) => row.papers).map((row) => row.year);
+    const span = years.length ? `${years[0]}–${years[years.length - 1]} (${years.length})` : "—";
+    body.append(el("tr", {}, el("td", {}, v.venue || "(no venue)"), el("td", {}, String(v.papers)),
+      el("td", {}, String(v.collection)),
+      el("td", {}, v.collection ? `${(100 * v.papers / v.collection).toFixed(1)}%` : "—"),
+      el("td", {}, span)));
+  }
+  table.append(body);
+  return table;
 }
 
 async function showTrend(event) {
@@ -817,7 +834,8 @@ async function showTrend(event) {
   showError("");
   $("trend-submit").disabled = true;
   try {
-    renderTrend(await getJson("api/trends", { body: { topic } }), "map-trend");
+    renderTrend(await getJson("api/trends", {
+      body: { topic, by_venue: $("trend-by-venue").checked } }), "map-trend");
   } catch (err) {
     $("map-trend").hidden = true;
     if (err.status !== 401) showError(err.message);

@@ -1,13 +1,19 @@
-// The map of a collection on a canvas: one point per paper, coloured by theme, theme labels,
-// pan (drag), zoom (wheel, +/-), hover for the title, click to open a paper, a search box that
-// marks the titles it matches, and the papers of a question highlighted. Used by the web page's
-// Map view and inlined into the file `ragqa map --out map.html` writes (no other file, no
-// network). Every text from the collection is drawn on the canvas or set as textContent.
+// The map of a collection on a canvas: one point per paper, coloured by theme, theme labels
+// (the sub-themes' names when zoomed in), pan (drag), zoom (wheel, +/-), hover for the title,
+// click to open a paper, a search box that marks the titles it matches, the papers of a
+// question ringed, and a legend whose themes zoom to their region. A small map labels each
+// paper by its short title. Used by the web page's Map view and inlined into the file
+// `ragqa map --out map.html` writes (no other file, no network). Every text from the
+// collection is drawn on the canvas or set as textContent.
 "use strict";
 
 // Twelve colours that stay apart for colour-blind readers (Tableau 10 + two).
 const MAP_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
   "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"];
+const APART_COLOUR = "#c8c8c8"; // papers apart from every theme (theme -1)
+const TITLES_UP_TO = 60; // a map this small labels its papers (as faces/pictures.py)
+const SUBTHEMES_FROM = 2.5; // times the full view's scale: sub-themes' names from there on
+const LABEL_PLACES = 12; // candidate places per label: its points, from the middle out
 
 class PaperMap {
   constructor(host, data, { onOpen = null } = {}) {
@@ -30,6 +36,10 @@ class PaperMap {
     this.tip.hidden = true;
     host.append(this.canvas, this.tip);
     this.indexPoints();
+    this.subthemes = data.subthemes || [];
+    this.places = this.labelPlaces(data.points.theme, data.themes);
+    this.subPlaces = this.labelPlaces(data.points.subtheme || [], this.subthemes);
+    this.split = new Set(this.subthemes.map((s) => s.theme));
     this.listen();
     this.resize();
     this.reset();
@@ -46,6 +56,89 @@ class PaperMap {
         + Math.min(size - 1, Math.max(0, Math.floor(y[i] * size)));
       if (!this.grid.has(key)) this.grid.set(key, []);
       this.grid.get(key).push(i);
+    }
+  }
+
+  // For each theme (or sub-theme): where its label may go, its given place first, then its
+  // points from the middle of the region out; and the box of its points (for focusTheme).
+  labelPlaces(labels, themes) {
+    const { x, y } = this.data.points;
+    const members = themes.map(() => []);
+    for (let i = 0; i < labels.length; i++) if (labels[i] >= 0) members[labels[i]].push(i);
+    const median = (values) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      return sorted[Math.floor(sorted.length / 2)];
+    };
+    return themes.map((t, k) => {
+      const rows = members[k];
+      const places = [{ x: t.x, y: t.y }];
+      if (!rows.length) return { places, box: null };
+      const mx = median(rows.map((i) => x[i]));
+      const my = median(rows.map((i) => y[i]));
+      rows.sort((a, b) => ((x[a] - mx) ** 2 + (y[a] - my) ** 2) - ((x[b] - mx) ** 2 + (y[b] - my) ** 2));
+      const most = Math.min(LABEL_PLACES, rows.length);
+      for (let j = 0; j < most; j++) {
+        const i = rows[Math.floor((j * (rows.length - 1)) / Math.max(1, most - 1))];
+        places.push({ x: x[i], y: y[i] });
+      }
+      // The box of its points but the outer 2 % on each side (a straggler would zoom out).
+      const xs = rows.map((i) => x[i]).sort((a, b) => a - b);
+      const ys = rows.map((i) => y[i]).sort((a, b) => a - b);
+      const at = (values, q) => values[Math.min(values.length - 1, Math.floor(q * values.length))];
+      const box = { x0: at(xs, 0.02), x1: at(xs, 0.98), y0: at(ys, 0.02), y1: at(ys, 0.98) };
+      return { places, box };
+    });
+  }
+
+  colourOf(theme) {
+    return theme >= 0 ? MAP_COLOURS[theme % MAP_COLOURS.length] : APART_COLOUR;
+  }
+
+  themeName(i) {
+    const p = this.data.points;
+    const theme = this.data.themes[p.theme[i]];
+    if (!theme) return "apart from every theme";
+    const sub = p.subtheme ? this.subthemes[p.subtheme[i]] : null;
+    return sub ? `${theme.name} › ${sub.name}` : theme.name;
+  }
+
+  // The theme's region filling the view, zoomed in at least as far as its sub-themes' names.
+  focusTheme(k) {
+    const box = this.places[k] && this.places[k].box;
+    if (!box) return;
+    const margin = 40;
+    const span = Math.max(box.x1 - box.x0, box.y1 - box.y0, 0.02);
+    this.scale = Math.max(SUBTHEMES_FROM * this.baseScale,
+      Math.min(this.width - 2 * margin, this.height - 2 * margin) / span);
+    this.offsetX = this.width / 2 - ((box.x0 + box.x1) / 2) * this.scale;
+    this.offsetY = this.height / 2 - (1 - (box.y0 + box.y1) / 2) * this.scale;
+    this.request();
+  }
+
+  // The legend: a button per theme (it zooms there), and the papers apart from every theme.
+  buildLegend(list) {
+    list.replaceChildren();
+    this.data.themes.forEach((t, k) => {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "map-legend-theme";
+      button.title = "Zoom to this theme";
+      const swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.style.background = this.colourOf(k);
+      button.append(swatch, `${t.name} (${t.papers.toLocaleString()})`);
+      button.addEventListener("click", () => this.focusTheme(k));
+      item.append(button);
+      list.append(item);
+    });
+    if (this.data.apart) {
+      const item = document.createElement("li");
+      const swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.style.background = APART_COLOUR;
+      item.append(swatch, `apart from every theme (${this.data.apart.toLocaleString()})`);
+      list.append(item);
     }
   }
 
@@ -67,6 +160,7 @@ class PaperMap {
     this.scale = Math.min(this.width, this.height) - 2 * margin;
     this.offsetX = (this.width - this.scale) / 2;
     this.offsetY = (this.height - this.scale) / 2;
+    this.baseScale = this.scale;
     this.request();
   }
 
@@ -184,13 +278,12 @@ class PaperMap {
     this.hover = i;
     if (i < 0) { this.tip.hidden = true; this.request(); return; }
     const p = this.data.points;
-    const theme = this.data.themes[p.theme[i]];
     const where = [p.venue[i], p.year[i]].filter(Boolean).join(" ");
     this.tip.replaceChildren();
     const title = document.createElement("strong");
     title.textContent = p.title[i];
     const meta = document.createElement("div");
-    meta.textContent = [where, theme ? theme.name : ""].filter(Boolean).join(" · ");
+    meta.textContent = [where, this.themeName(i)].filter(Boolean).join(" · ");
     this.tip.append(title, meta);
     this.tip.hidden = false;
     this.tip.style.left = `${Math.min(sx + 14, this.width - 260)}px`;
@@ -248,10 +341,11 @@ class PaperMap {
     const background = dark ? [17, 17, 17] : [255, 255, 255];
     const alpha = marking ? 0.4 : 0.8;
     const packed = (rgb) => ((255 << 24) | (rgb[2] << 16) | (rgb[1] << 8) | rgb[0]) >>> 0;
-    const colours = MAP_COLOURS.map((hex) => {
+    const colours = [...MAP_COLOURS, APART_COLOUR].map((hex) => {
       const rgb = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16));
       return packed(rgb.map((c, k) => Math.round(alpha * c + (1 - alpha) * background[k])));
     });
+    const apart = colours.pop();
     const px = this.pixels;
     px.fill(packed(background));
     const r = this.ratio;
@@ -264,7 +358,7 @@ class PaperMap {
       const left = Math.round(ox + x[i] * sc);
       const top = Math.round(oy + (1 - y[i]) * sc);
       if (left < 0 || top < 0 || left + side > W || top + side > H) continue;
-      const colour = colours[theme[i] % colours.length];
+      const colour = theme[i] >= 0 ? colours[theme[i] % colours.length] : apart;
       for (let dy = 0; dy < side; dy++) {
         const row = (top + dy) * W + left;
         for (let dx = 0; dx < side; dx++) px[row + dx] = colour;
@@ -301,36 +395,84 @@ class PaperMap {
     }
   }
 
-  // Largest theme first; a label that would overlap one already drawn is left out at this
-  // zoom (zooming in makes room for it).
+  // The labels of this zoom: the themes' names at full view, their sub-themes' once zoomed in
+  // (a theme without sub-themes keeps its own), largest first. Each goes to the first of its
+  // places (its points, from the middle of its region out) where it overlaps no label already
+  // drawn, on one line or two; on a small map it covers no paper either, and then each paper
+  // gets its short title beside it where there is room. Left out where there is none: zooming
+  // in makes room.
   drawLabels(ctx, dark) {
-    ctx.font = "600 13px system-ui, sans-serif";
-    ctx.textBaseline = "middle";
-    ctx.textAlign = "center";
+    const zoomed = this.subthemes.length && this.scale >= SUBTHEMES_FROM * this.baseScale;
+    const layer = [];
+    this.data.themes.forEach((t, k) => {
+      if (!(zoomed && this.split.has(k))) layer.push({ t, at: this.places[k], major: true });
+    });
+    if (zoomed) this.subthemes.forEach((t, j) => layer.push({ t, at: this.subPlaces[j], major: false }));
+    layer.sort((a, b) => b.t.papers - a.t.papers);
+    const small = this.n <= TITLES_UP_TO;
+    const dots = small ? [...Array(this.n).keys()].map((i) => this.toScreen(i)) : [];
     const placed = [];
-    this.data.themes.forEach((t) => {
-      const sx = this.offsetX + t.x * this.scale;
-      const sy = this.offsetY + (1 - t.y) * this.scale;
-      const w = ctx.measureText(t.name).width + 8;
-      const h = 18;
-      let box = { name: t.name, x: sx - w / 2, y: sy - h - 6, w, h };
-      box.x = Math.min(Math.max(box.x, 2), this.width - w - 2);
-      if (box.y < 2 || box.y + h > this.height - 2) return;
-      const overlaps = (b) => placed.some((o) => b.x < o.x + o.w && o.x < b.x + b.w
-        && b.y < o.y + o.h && o.y < b.y + b.h);
-      if (overlaps(box)) {
-        const moved = [{ ...box, y: box.y - h - 2 }, { ...box, y: box.y + h + 2 }]
-          .find((b) => !overlaps(b) && b.y > 2 && b.y + h < this.height - 2);
-        if (!moved) return;
-        box = moved;
-      }
+    const free = (b, skip = -1) => b.x > 2 && b.y > 2 && b.x + b.w < this.width - 2
+      && b.y + b.h < this.height - 2
+      && !placed.some((o) => b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h)
+      && !dots.some(([dx, dy], i) => i !== skip && dx > b.x - 4 && dx < b.x + b.w + 4
+        && dy > b.y - 4 && dy < b.y + b.h + 4);
+    for (const { t, at, major } of layer) {
+      ctx.font = major ? "600 13px system-ui, sans-serif" : "600 12px system-ui, sans-serif";
+      const box = this.placeLabel(ctx, t.name, at.places, free, small ? [0, -16, 16] : [0]);
+      if (!box) continue;
       placed.push(box);
-      ctx.fillStyle = dark ? "rgba(17,17,17,0.7)" : "rgba(255,255,255,0.7)";
+      ctx.fillStyle = dark ? "rgba(17,17,17,0.75)" : "rgba(255,255,255,0.8)";
       ctx.fillRect(box.x, box.y, box.w, box.h);
       ctx.fillStyle = dark ? "#eee" : "#222";
-      ctx.fillText(t.name, box.x + box.w / 2, box.y + h / 2);
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      box.lines.forEach((line, k) => ctx.fillText(line, box.x + box.w / 2, box.y + 10 + k * 16));
+    }
+    if (small && this.data.points.short_title) this.drawTitles(ctx, dark, dots, placed, free);
+    this.drawnLabels = placed.map(({ name, x, y, w, h, paper }) => ({ name, x, y, w, h,
+      paper: !!paper }));
+  }
+
+  placeLabel(ctx, name, places, free, shifts) {
+    const words = name.split(" ");
+    const half = Math.ceil(words.length / 2);
+    const forms = [[name]];
+    if (words.length > 2) forms.push([words.slice(0, half).join(" "), words.slice(half).join(" ")]);
+    for (const lines of forms) {
+      const w = Math.max(...lines.map((l) => ctx.measureText(l).width)) + 8;
+      const h = 16 * lines.length + 4;
+      for (const place of places) {
+        const sx = this.offsetX + place.x * this.scale;
+        const sy = this.offsetY + (1 - place.y) * this.scale;
+        for (const shift of shifts) {
+          const box = { name, lines, x: sx - w / 2, y: sy - h / 2 + shift, w, h };
+          if (free(box)) return box;
+        }
+      }
+    }
+    return null;
+  }
+
+  drawTitles(ctx, dark, dots, placed, free) {
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = dark ? "#ccc" : "#333";
+    const titles = this.data.points.short_title;
+    dots.forEach(([dx, dy], i) => {
+      const w = ctx.measureText(titles[i]).width + 2;
+      const h = 13;
+      const spots = [[dx + 7, dy - h / 2], [dx - 7 - w, dy - h / 2], [dx - w / 2, dy - 8 - h],
+        [dx - w / 2, dy + 8]];
+      for (const [x, y] of spots) {
+        const box = { name: titles[i], x, y, w, h, paper: true };
+        if (!free(box, i)) continue;
+        placed.push(box);
+        ctx.textAlign = "left";
+        ctx.fillText(titles[i], x + 1, y + h / 2);
+        return;
+      }
     });
-    this.drawnLabels = placed;
   }
 }
 
