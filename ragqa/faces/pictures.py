@@ -192,7 +192,11 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> Drawn:
                           frameon=False)
         title = f"{len(rows)} papers on “{focus['topic']}” among the {n:,} of " \
                 f"{result['collection']}"
-    _frame(axes, x, y, themes if focus is None else None)
+    shown = themes != -1
+    if focus is None and shown.any():
+        shown[[index[p] for p in (result.get("highlight") or {}).get("paper_ids", [])
+               if p in index]] = True
+    _frame(axes, x, y, shown if focus is None and shown.any() else np.ones(n, dtype=bool))
     figure.suptitle(_plain(title), fontsize=14)
     small = n <= TITLES_UP_TO and focus is None
     labelled = _labels(axes, figure, labels, np.column_stack([x, y]) if small else None)
@@ -228,11 +232,11 @@ def _paper_labels(axes, figure, x: np.ndarray, y: np.ndarray, titles: Sequence[s
     return done
 
 
-def _frame(axes, x: np.ndarray, y: np.ndarray, themes: np.ndarray | None) -> None:
-    """The view: the papers in a theme, with a margin, filling the room (the aspect kept; the
-    longer side of t-SNE's cloud used to leave a third of the picture empty). A paper apart
-    from every theme far outside that box is left off the picture (the HTML map has it)."""
-    keep = themes != -1 if themes is not None and (themes != -1).any() else np.ones(len(x), bool)
+def _frame(axes, x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> None:
+    """The view: the `keep` papers (those in a theme and those highlighted), with a margin,
+    filling the room (the aspect kept; the longer side of t-SNE's cloud used to leave a third of
+    the picture empty). A paper apart from every theme outside that box is left off the picture
+    (the HTML map has it)."""
     low = np.array([x[keep].min(), y[keep].min()]) if len(x) else np.zeros(2)
     high = np.array([x[keep].max(), y[keep].max()]) if len(x) else np.ones(2)
     middle, span = (low + high) / 2, (high - low) * 1.06 + 1e-9
@@ -277,7 +281,8 @@ def trend_picture(result: dict, path: Path) -> None:
                            for row in venue["years"]],
                    color=COLOURS[(k + 1) % len(COLOURS)], marker=".",
                    label=_plain(f"{venue['venue'] or '(no venue)'} ({venue['papers']})"))
-    right.set_ylabel("% of the collection's papers that year", fontsize=12)
+    right.set_ylabel("% of the year's papers (of the collection, or of the venue)" if venues
+                     else "% of the collection's papers that year", fontsize=12)
     right.tick_params(labelsize=11)
     right.set_ylim(bottom=0)
     handles = axes.get_legend_handles_labels()

@@ -378,7 +378,7 @@ class Renderer:
             line = "".join(" " if row["share"] is None else
                            _SPARKS[min(7, int(8 * row["share"] / top))]
                            for row in venue["years"])
-            table.add_row(escape(venue["venue"] or "(no venue)"), str(venue["papers"]),
+            table.add_row(markup(venue["venue"] or "(no venue)"), str(venue["papers"]),
                           str(own), f"{100 * venue['papers'] / own:.1f}%" if own else "—",
                           line)
         return table

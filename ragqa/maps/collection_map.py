@@ -133,7 +133,7 @@ def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress) -> di
     return {"ids": [p.paper_id for p in papers], "points": points, "labels": labels,
             "names": names, "centres": centres, "placed": 0, "sublabels": sub,
             "subparents": np.array(parents, dtype=np.int64), "subnames": subnames,
-            "method": method_name(n)}
+            "split": n >= SUBTHEMES_FROM, "method": method_name(n)}
 
 
 def _by_size(labels: np.ndarray) -> np.ndarray:
@@ -185,6 +185,8 @@ def _extended(latest: dict, ids: list[str], vectors: np.ndarray) -> dict | None:
     if not kept or len(latest["centres"]) == 0 or len(ids) < 2 \
             or placed > RELAYOUT_SHARE * len(ids) or vectors.shape[1] != latest["centres"].shape[1]:
         return None
+    if len(ids) >= SUBTHEMES_FROM and not latest.get("split"):
+        return None  # grown to the size that has sub-themes: laid out again to make them
     points = np.zeros((len(ids), 2))
     labels = np.zeros(len(ids), dtype=np.int64)
     sub = np.full(len(ids), NOISE, dtype=np.int64)
@@ -196,14 +198,25 @@ def _extended(latest: dict, ids: list[str], vectors: np.ndarray) -> dict | None:
     if new:
         points[new] = place(vectors[new], vectors[kept], points[kept])
         labels[new] = label_by_neighbours(points[new], points[kept], labels[kept])
-        sub[new] = label_by_neighbours(points[new], points[kept], sub[kept])
-        # a sub-theme of another theme than the paper's (at a border): none
-        mixed = [i for i in new if sub[i] != NOISE and parents[sub[i]] != labels[i]]
-        sub[mixed] = NOISE
+        sub[new] = _placed_subthemes(points, labels, sub, kept, new)
     return {"ids": ids, "points": points, "labels": labels, "names": list(latest["names"]),
             "centres": latest["centres"], "placed": placed, "sublabels": sub,
             "subparents": parents, "subnames": list(latest["subnames"]),
-            "method": str(latest["method"])}
+            "split": bool(latest.get("split")), "method": str(latest["method"])}
+
+
+def _placed_subthemes(points: np.ndarray, labels: np.ndarray, sub: np.ndarray,
+                      kept: list[int], new: list[int]) -> np.ndarray:
+    """The sub-theme of each new paper: the one most of its nearest laid-out papers of its own
+    theme have (NOISE for a theme without sub-themes)."""
+    kept_rows, new_rows = np.array(kept), np.array(new)
+    out = np.full(len(new_rows), NOISE, dtype=np.int64)
+    for theme in np.unique(labels[new_rows]):
+        mine = labels[new_rows] == theme
+        among = kept_rows[(labels[kept_rows] == theme) & (sub[kept_rows] != NOISE)]
+        if theme != NOISE and len(among):
+            out[mine] = label_by_neighbours(points[new_rows[mine]], points[among], sub[among])
+    return out
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -221,7 +234,8 @@ def _write(folder: Path, state: str, data: dict) -> None:
     """Atomically (a reader sees a whole map or none); the oldest maps beyond KEEP_MAPS go."""
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"version": CACHE_VERSION, "state": state, "names": data["names"],
-            "subnames": data["subnames"], "placed": data["placed"], "method": data["method"],
+            "subnames": data["subnames"], "split": data["split"], "placed": data["placed"],
+            "method": data["method"],
             "seconds": round(float(data["seconds"]), 2)}
     temporary = folder / f".map-{os.getpid()}-{time.monotonic_ns()}.npz"
     with open(temporary, "wb") as handle:
@@ -348,4 +362,6 @@ def short_title(title: str, most: int = 28) -> str:
             break
         words.append(word)
     text = " ".join(words)
+    if len(text) > most:  # one word longer than the label
+        return text[:most - 1] + "…"
     return text if len(text) >= len(title.strip()) else text.rstrip(",;.-") + "…"

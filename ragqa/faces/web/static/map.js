@@ -108,8 +108,8 @@ class PaperMap {
     if (!box) return;
     const margin = 40;
     const span = Math.max(box.x1 - box.x0, box.y1 - box.y0, 0.02);
-    this.scale = Math.max(SUBTHEMES_FROM * this.baseScale,
-      Math.min(this.width - 2 * margin, this.height - 2 * margin) / span);
+    const fit = Math.min(this.width - 2 * margin, this.height - 2 * margin) / span;
+    this.scale = this.split.has(k) ? Math.max(SUBTHEMES_FROM * this.baseScale, fit) : fit;
     this.offsetX = this.width / 2 - ((box.x0 + box.x1) / 2) * this.scale;
     this.offsetY = this.height / 2 - (1 - (box.y0 + box.y1) / 2) * this.scale;
     this.request();
@@ -152,12 +152,18 @@ class PaperMap {
     this.canvas.style.width = `${this.width}px`;
     this.canvas.style.height = `${this.height}px`;
     this.ratio = ratio;
+    this.baseScale = this.fullScale();
     this.request();
   }
 
+  // The scale at which the whole map fills the view (`reset`); sub-theme names show from
+  // SUBTHEMES_FROM times it.
+  fullScale() {
+    return Math.min(this.width, this.height) - 48;
+  }
+
   reset() {
-    const margin = 24;
-    this.scale = Math.min(this.width, this.height) - 2 * margin;
+    this.scale = this.fullScale();
     this.offsetX = (this.width - this.scale) / 2;
     this.offsetY = (this.height - this.scale) / 2;
     this.baseScale = this.scale;
