@@ -192,11 +192,12 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> Drawn:
                           frameon=False)
         title = f"{len(rows)} papers on “{focus['topic']}” among the {n:,} of " \
                 f"{result['collection']}"
-    shown = themes != -1
-    if focus is None and shown.any():
-        shown[[index[p] for p in (result.get("highlight") or {}).get("paper_ids", [])
-               if p in index]] = True
-    _frame(axes, x, y, shown if focus is None and shown.any() else np.ones(n, dtype=bool))
+    # The view holds the papers in a theme and the highlighted ones (a summary's: all).
+    in_view = np.ones(n, dtype=bool)
+    if focus is None and (themes != -1).any():
+        in_view = themes != -1
+        in_view[marked] = True
+    _frame(axes, x, y, in_view)
     figure.suptitle(_plain(title), fontsize=14)
     small = n <= TITLES_UP_TO and focus is None
     labelled = _labels(axes, figure, labels, np.column_stack([x, y]) if small else None)
@@ -261,9 +262,7 @@ def trend_picture(result: dict, path: Path) -> None:
     axes = figure.add_axes((0.07, 0.1, 0.86, 0.78))
     years = [row["year"] for row in result["years"]]
     counts = [row["papers"] for row in result["years"]]
-    # A year without papers in the collection is a gap in the line, not 0 %.
-    shares = [np.nan if row["share"] is None else 100 * row["share"]
-              for row in result["years"]]
+    shares = _percents(result["years"])
     axes.bar(years, counts, color="#4e79a7", label=_plain(f"papers on “{result['topic']}”"))
     axes.set_ylabel("papers on the topic", fontsize=12)
     axes.set_xlabel("year", fontsize=12)
@@ -276,9 +275,7 @@ def trend_picture(result: dict, path: Path) -> None:
                linestyle="--" if venues else "-", marker="o",
                label="share of the year's papers" + (", all venues" if venues else ""))
     for k, venue in enumerate(venues):
-        # A year the venue has no papers of is a gap in its line.
-        right.plot(years, [np.nan if row["share"] is None else 100 * row["share"]
-                           for row in venue["years"]],
+        right.plot(years, _percents(venue["years"]),
                    color=COLOURS[(k + 1) % len(COLOURS)], marker=".",
                    label=_plain(f"{venue['venue'] or '(no venue)'} ({venue['papers']})"))
     right.set_ylabel("% of the year's papers (of the collection, or of the venue)" if venues
@@ -293,3 +290,9 @@ def trend_picture(result: dict, path: Path) -> None:
     figure.suptitle(_plain(f"“{result['topic']}” in {result['collection']}: "
                            f"{result['papers']} papers{note}"), fontsize=14)
     _save(plt, figure, path)
+
+
+def _percents(years: Sequence[dict]) -> list[float]:
+    """Each year's share in %; a year without papers (share null) is a gap in the line (NaN),
+    not 0 %."""
+    return [np.nan if row["share"] is None else 100 * row["share"] for row in years]
