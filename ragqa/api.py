@@ -210,10 +210,11 @@ class Collection:
         """A paper by its id (or a unique start of one); NotFound when there is none."""
         return Paper.from_json(self._app.show(ShowRequest(paper_id=paper_id)))
 
-    def map(self, highlight: str | None = None) -> dict[str, Any]:
+    def map(self, highlight: str | None = None, *, llm: str = "none") -> dict[str, Any]:
         """The collection's map (`ragqa map --json`: docs/json.md), the papers a list question
-        returns marked (`highlight`)."""
-        return self._app.map(MapRequest(highlight=highlight))
+        returns marked (`highlight`); its themes named by ragqa, or by the configured LLM with
+        `llm="auto"` or `"openai"`."""
+        return self._app.map(MapRequest(highlight=highlight, llm=llm))
 
     def trends(self, topic: str, *, by_venue: bool = False, venue: str | None = None,
                year: int | None = None, category: str | None = None) -> dict[str, Any]:

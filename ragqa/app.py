@@ -58,6 +58,7 @@ from ragqa.index.store import (
     validate_collection_name,
 )
 from ragqa.maps import collection_map as maps
+from ragqa.maps import naming as map_naming
 from ragqa.maps import trends as topic_trends
 from ragqa.models import LLM, Encoder
 from ragqa.models.encoders import make_encoder, make_multilingual_encoder
@@ -74,7 +75,7 @@ from ragqa.requests import (
     TrendsRequest,
 )
 from ragqa.resources import seed_files
-from ragqa.retrieval.fitted import in_whole_list
+from ragqa.retrieval.fitted import whole_list
 from ragqa.retrieval.retriever import Retriever
 from ragqa.retrieval.types import Filters, SearchResult
 from ragqa.screening.screen import Progress
@@ -377,15 +378,21 @@ def summary_pictures(retriever: Retriever, summary: Summary,
 
 def paper_map(retriever: Retriever, request: MapRequest,
               on_progress: Callable[[str], None] | None = None,
-              cached: dict | None = None) -> dict:
+              cached: dict | None = None, llm: LLM | None = None) -> dict:
     """`ragqa map`: every paper's place and theme, and the papers a list question returns
-    (`highlight`). `cached`: this state's map as an earlier call returned it (a server's)."""
+    (`highlight`). `cached`: this state's map as an earlier call returned it (a server's).
+    With an `llm`, the themes are named by it (maps.naming; kept once named)."""
     result = cached if cached is not None and cached.get("state") == (
         retriever.lexical.fingerprint if retriever.lexical else "") else maps.as_json(
         maps.collection_map(retriever, on_progress), retriever.store.name)
+    if llm is not None and result["themes"]:
+        result = map_naming.llm_named(result, llm, retriever.store.settings,
+                                      maps.maps_folder(retriever), on_progress)
+    else:
+        result = {**result, "naming": map_naming.offline_naming()}
     if request.highlight:
-        hits = [h for h in search(retriever, SearchRequest(question=request.highlight),
-                                  sentences=False).hits if in_whole_list(h)]
+        hits = whole_list(search(retriever, SearchRequest(question=request.highlight),
+                                 sentences=False).hits)
         result = {**result, "highlight": {"question": request.highlight,
                                           "paper_ids": [h.paper.paper_id for h in hits]}}
     return result
@@ -717,11 +724,12 @@ class App:
         return summary_json(summary, retriever), summary_markdown(summary)
 
     def map(self, request: MapRequest) -> dict:
-        """`map --json`; the map of each state is computed once and kept."""
+        """`map --json`; the map of each state is computed once and kept (and its LLM names,
+        on disk: maps.naming)."""
         retriever = self.retriever()
-        with self._map_lock:  # two first requests compute it once
+        with self._map_lock:  # two first requests compute it once (and name it once)
             self._map = paper_map(retriever, MapRequest(), cached=self._map)
-        return paper_map(retriever, request, cached=self._map)
+            return paper_map(retriever, request, cached=self._map, llm=self.llm(request.llm))
 
     def trends(self, request: TrendsRequest) -> dict:
         return trends(self.retriever(), request)

@@ -20,6 +20,7 @@ from ragqa.resources import bundled_dir
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "answer": frozenset({"sources", "question", "language"}),
     "condense": frozenset({"history", "question"}),
+    "map_theme_name": frozenset({"titles"}),
     "overview": frozenset({"topic", "themes"}),
     "screen": frozenset({"question", "candidates"}),
     "summarize": frozenset({"theme", "sources", "language"}),

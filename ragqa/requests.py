@@ -203,6 +203,11 @@ class ShowRequest:
 class MapRequest:
     highlight: str | None = option(None, "Mark the papers this list question returns.",
                                    max_length=MAX_TEXT)
+    # Off by default: the one model measurable here (a 1.5B local one) named themes worse than
+    # ragqa's own namer, judged blind (docs/benchmarks.md, "Theme names by an LLM").
+    llm: str = option("none", "Name the themes with an LLM: none (ragqa's own names, the "
+                      "default), auto (the configured LLM, else ragqa's own) or openai.",
+                      choices=LLM_CHOICES)
 
     def __post_init__(self) -> None:
         _check_bounds(self)

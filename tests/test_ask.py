@@ -41,7 +41,7 @@ def test_offline_fact_question_quotes_the_figure(seeded):
 
 
 def test_offline_question_no_paper_covers(seeded):
-    answer = _ask(seeded, "Which papers study autonomous driving?")
+    answer = _ask(seeded, "Which papers are about protein folding?")  # no paper says "protein"
     assert answer["answer"].startswith("None of the 29 papers in this collection addresses")
     assert answer["citations"] == [] and "[" not in answer["answer"]
 

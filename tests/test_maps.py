@@ -48,8 +48,8 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", header[16:24])
 
 
-def _map_json(ragqa: Ragqa, *args: str) -> dict:
-    result = ragqa("map", "--json", *args)
+def _map_json(ragqa: Ragqa, *args: str, **env: str) -> dict:
+    result = ragqa("map", "--json", *args, **env)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -403,6 +403,12 @@ def test_the_map_and_trends_over_http_answer_json_errors(server):  # noqa: F811
     assert "3 or more years" in json.load(refused.value)["error"]
     marked = _post(server.url + "/api/map", {"highlight": FULL_DUPLEX})
     assert len(marked["highlight"]["paper_ids"]) >= 2
+    assert marked["naming"]["mode"] == "offline"  # this server has no LLM
+    assert _post(server.url + "/api/map", {"llm": "auto"})["naming"]["mode"] == "offline"
+    for body, code in (({"llm": "openai"}, 400), ({"llm": "gpt"}, 422)):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _post(server.url + "/api/map", body)
+        assert refused.value.code == code and "llm" in json.load(refused.value)["error"]
 
 
 def test_a_summary_over_several_years_shows_its_trend_in_the_page(ragqa, home, tmp_path,
@@ -565,3 +571,76 @@ def test_a_placed_paper_takes_a_sub_theme_of_its_own_theme():
     sub = np.array([0 if y < 0.5 else 1 for _, y in left] + [-1] * 400 + [-1, -1])
     placed = _placed_subthemes(points, labels, sub, list(range(600)), [600, 601])
     assert placed.tolist() == [0, -1]
+
+
+# ---------------------------------------------------------------- names written by an LLM
+
+def _naming_reply(body: dict):
+    """The loopback model names a theme after the first word of its first title, in a name of
+    three words; a prompt without titles gets prose (no name)."""
+    from .helpers.llm_server import Reply, prompt_of
+
+    prompt = prompt_of(body)
+    titles = re.findall(r"^- (.+)$", prompt, re.M)
+    if "<titles>" not in prompt or not titles:
+        return Reply("I cannot help with that.")
+    return Reply(f"Studies around {titles[0].split()[0].strip(':,')} work")
+
+
+def test_an_llm_names_the_themes_once_and_a_failing_one_leaves_ragqa_s_names(
+        seeded, llm_server):
+    from .helpers.answers import CANARY, _llm_env
+    from .helpers.llm_server import Reply
+
+    offline = _map_json(seeded, "--llm", "none")
+    assert offline["naming"]["mode"] == "offline"
+    llm_server.reply = _naming_reply
+    assert _map_json(seeded, **_llm_env(llm_server))["naming"]["mode"] == "offline"  # opt-in
+    assert not llm_server.requests
+    named = _map_json(seeded, "--llm", "auto", **_llm_env(llm_server))
+    chats = [r["body"] for r in llm_server.requests if "messages" in r["body"]]
+    asked = len(chats)
+    assert asked == len(offline["themes"]) + len(offline["subthemes"]) > 0
+    prompts = [m["content"] for r in chats for m in r["messages"]]
+    # each prompt holds the titles of its own theme's papers, and nothing of another's
+    points = named["points"]
+    for theme, prompt in zip(named["themes"], prompts, strict=True):
+        titles = set(re.findall(r"^- (.+)$", prompt, re.M))
+        mine = {t for t, k in zip(points["title"], points["theme"], strict=True)
+                if k == theme["theme"]}
+        assert titles and titles <= mine
+        assert theme["name"].startswith("Studies around ") or theme["name"] == next(
+            t["name"] for t in offline["themes"] if t["theme"] == theme["theme"])
+    assert named["naming"]["mode"] == "llm" and named["naming"]["model"].startswith(
+        "loopback-model")
+    assert named["naming"]["named"] + named["naming"]["kept"] == len(named["themes"])
+    assert len({t["name"].casefold() for t in named["themes"]}) == len(named["themes"])
+    # the regions are the same; only names differ
+    assert [t["papers"] for t in named["themes"]] == [t["papers"] for t in offline["themes"]]
+    # named once: asked again, the model is not
+    again = _map_json(seeded, "--llm", "openai", **_llm_env(llm_server))
+    assert sum("messages" in r["body"] for r in llm_server.requests) == asked
+    assert again["themes"] == named["themes"]
+    text = seeded("map", "--llm", "auto", **_llm_env(llm_server)).stdout
+    assert "Themes named by loopback-model" in " ".join(text.split())
+    # another model, failing: ragqa's own names, a notice, and the map all the same
+    llm_server.reply = lambda body: Reply(status=500)
+    failed = seeded("map", "--json", "--llm", "auto",
+                    **_llm_env(llm_server, RAGQA_LLM_MODEL="other-model"))
+    assert failed.exit_code == 0, failed.output
+    kept = json.loads(failed.stdout)
+    assert kept["naming"]["mode"] == "offline" and "could not name" in kept["naming"]["notice"]
+    assert [t["name"] for t in kept["themes"]] == [t["name"] for t in offline["themes"]]
+    shown = seeded("map", "--llm", "auto", **_llm_env(llm_server, RAGQA_LLM_MODEL="other-model"))
+    assert shown.exit_code == 0 and "could not name the map's themes" in shown.stderr
+    assert CANARY not in shown.stdout + shown.stderr + failed.stdout  # the key never shows
+
+
+def test_a_reply_that_is_no_name_keeps_ragqa_s_name():
+    from ragqa.maps.naming import usable_name
+
+    titles = ["CULTURE-MT: cultural machine translation", "Moshi-RAG"]
+    assert usable_name("Speech translation", set(), titles) == "Speech translation"
+    for reply in ("", "CULTURE-MT", "moshi-rag", "Here is a name for the group of papers you "
+                  "sent me today", "<titles>", "Speech translation"):
+        assert usable_name(reply, {"speech translation"}, titles) == ""

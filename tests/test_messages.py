@@ -21,11 +21,13 @@ from .conftest import FULL_DUPLEX
 from .helpers.answers import _llm_env, _source_numbers
 from .helpers.llm_server import Reply, prompt_of
 
-ABSENT_ZH = "量子计算的论文有哪些？"  # "which papers are on quantum computing?": none are
+ABSENT_ZH = "关于 protein folding 的论文有哪些？"  # "which papers are on protein folding?": none
+DOUBTED_ZH = "量子计算的论文有哪些？"  # "which papers are on quantum computing?": none are
 # The "none" frames are asked of a copy of the seeds kept without multilingual vectors: there the
-# English list decision's topic gate abstains. (The multilingual list decision has no topic gate
-# yet, so over the seeds' multilingual vectors an absent topic asked in Chinese still gets a
-# list: README, "Questions in other languages".)
+# English list decision reads the question. "protein" is a word no paper uses (a near miss: no
+# list at all); of quantum computing its topic gate doubts, so what it found is folded. (The
+# multilingual list decision has no topic gate yet, so over the seeds' multilingual vectors an
+# absent topic asked in Chinese still gets a list: README, "Questions in other languages".)
 PLAIN = "plain"
 MIXED_ZH = "哪些论文研究 full-duplex speech？"
 MOLECULES = "Which papers deal with molecules or materials?"
@@ -88,7 +90,7 @@ def test_plural_forms_and_the_english_fallback_for_other_languages():
 
 
 def test_a_chinese_topic_is_quoted_without_its_question_frame():
-    assert shown_topic(ABSENT_ZH, "Chinese") == "量子计算"
+    assert shown_topic(DOUBTED_ZH, "Chinese") == "量子计算"
     assert shown_topic("哪些论文研究脉冲神经网络？", "Chinese") == "脉冲神经网络"
     assert shown_topic("有哪些关于全双工语音的论文？", "Chinese") == "全双工语音"
     assert shown_topic(MIXED_ZH, "Chinese") == "full-duplex speech"
@@ -100,7 +102,7 @@ def test_a_chinese_topic_is_quoted_without_its_question_frame():
 def test_a_chinese_question_nothing_addresses_abstains_in_chinese(plain):
     answer = _json(plain("ask", ABSENT_ZH, "--json"))
     assert answer["language"] == "Chinese" and answer["mode"] == "extractive"
-    assert answer["answer"] == "本论文库的 30 篇论文中，没有一篇涉及“量子计算”。"
+    assert answer["answer"] == "本论文库的 30 篇论文中，没有一篇涉及“protein folding”。"
     assert answer["citations"] == [] and len(answer["closest"]) == 3
     labels = answer["labels"]
     assert labels["header"].startswith("抽取式回答（未配置 LLM）")
@@ -115,6 +117,18 @@ def test_a_chinese_question_nothing_addresses_abstains_in_chinese(plain):
     assert "Extractive answer" not in text and "Closest matches" not in text
     for hit in answer["closest"]:  # titles stay as the abstracts wrote them
         assert hit["title"] in shown.stdout
+
+
+def test_a_chinese_question_the_gate_doubts_folds_its_papers_in_chinese(plain):
+    answer = _json(plain("ask", DOUBTED_ZH, "--json"))
+    tail = answer["papers"]
+    assert tail and {p["tier"] for p in tail} == {"tail"} and not answer["citations"]
+    assert answer["answer"] == (f"本论文库的 30 篇论文中，没有一篇明确涉及“量子计算”；"
+                                f"有 {len(tail)} 篇可能涉及，把握较小（已折叠）：")
+    assert answer["labels"]["folded"] == f"另外 {len(tail)} 篇，把握较小"
+    searched = plain("search", DOUBTED_ZH)
+    assert " ".join(searched.stdout.split()).startswith(
+        f"本论文库（30 篇论文）中没有明确涉及“{DOUBTED_ZH}”的论文。")
 
 
 def test_a_chinese_list_question_gets_the_chinese_count_line_and_english_quotes(seeded):
@@ -270,7 +284,7 @@ def test_a_chinese_summary_has_chinese_frames_and_english_theme_sentences(seeded
     assert written.exit_code == 0, written.output
     markdown = out.read_text(encoding="utf-8")
     assert markdown.startswith("# 综述：full-duplex speech\n") and "\n## 参考文献\n" in markdown
-    absent = _json(plain("summarize", ABSENT_ZH, "--json"))
+    absent = _json(plain("summarize", DOUBTED_ZH, "--json"))
     assert absent["themes"] == [] and absent["overview"] == \
         "本论文库的 30 篇论文中，没有一篇涉及“量子计算”。"
 

@@ -90,7 +90,9 @@ def test_collection_without_multilingual_vectors_says_how_to_add_them(ragqa, hom
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert "ragqa ingest --multilingual" in answer["notice"]
-    assert answer["citations"] or answer["closest"]  # it still answers, as before
+    # it still answers, as before: its papers cited, or shown apart, or folded (a topic the
+    # English list decision doubts, read in a script it was not fitted on)
+    assert answer["citations"] or answer["closest"] or answer["papers"]
 
     added = ragqa("ingest", "--multilingual", "--json")
     assert added.exit_code == 0, added.output

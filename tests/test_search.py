@@ -35,10 +35,18 @@ def test_first_query_on_empty_index_ingests_the_seeds_with_a_notice(ragqa):
 
 
 def test_question_no_paper_covers_returns_none(seeded):
-    payload = _search(seeded, "Which papers study autonomous driving?")
+    payload = _search(seeded, "Which papers are about protein folding?")
     assert payload["results"] == [] and payload["total_papers"] == 29
-    text = seeded("search", "Which papers study autonomous driving?")
-    assert text.exit_code == 0 and "No paper in this collection (29 papers)" in text.stdout
+    text = seeded("search", "Which papers are about protein folding?")
+    assert text.exit_code == 0 and "No paper in this collection (29 papers) matches" in text.stdout
+
+
+def test_a_doubted_topic_lists_no_core_and_folds_its_papers(seeded):
+    payload = _search(seeded, "Which papers study autonomous driving?")
+    assert payload["results"] and {r["tier"] for r in payload["results"]} == {"tail"}
+    text = " ".join(seeded("search", "Which papers study autonomous driving?").stdout.split())
+    assert "No paper in this collection (29 papers) is clearly about" in text
+    assert f"{len(payload['results'])} more, less certain" in text
 
 
 def test_which_papers_question_returns_every_matching_paper(seeded):

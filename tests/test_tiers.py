@@ -106,3 +106,23 @@ def test_every_server_face_carries_the_tiers(served, seeded):
     folded, unfolded = asyncio.run(mcp_ask())
     assert _tiers(folded) == _tiers(cli)
     assert len(unfolded["citations"]) == len(cli["papers"])
+
+
+@pytest.mark.server
+def test_every_server_face_folds_a_doubted_topic(served, seeded):
+    """A topic the list decision doubts ("autonomous driving" over the seeds): no paper is the
+    answer in any face, its papers are all tail, folded, and unfolded on request."""
+    question = "Which papers study autonomous driving?"
+    cli = _json(seeded("ask", question, "--json"))
+    core, tail = _tiers(cli)
+    assert not core and tail
+    api = httpx.post(f"{served.url}/api/ask", json={"question": question}, timeout=120).json()
+    assert _tiers(api) == (core, tail) and api["answer"] == cli["answer"]
+    assert "is clearly about" in api["answer"] and not api["citations"]
+    unfold = httpx.post(f"{served.url}/api/ask", json={"question": question, "unfold": True},
+                        timeout=120).json()
+    assert [c["paper_id"] for c in unfold["citations"]] == tail
+    v1 = httpx.post(f"{served.url}/v1/chat/completions", timeout=120, json={
+        "model": "ragqa-default", "messages": [{"role": "user", "content": question}]})
+    content = " ".join(v1.json()["choices"][0]["message"]["content"].split())
+    assert f"is clearly about “autonomous driving”; {len(tail)} may address it" in content

@@ -8,7 +8,8 @@ must have exactly two judges. Where they agree, that grade is final; where they 
 third judge's grade (DIR3/QID.tsv, any judge folder under DIR3) settles it. Without it, the
 disagreements are written to D.md for the third judge (each question with the papers in
 dispute, as in the pools), and the qrels are not written. Agreement (exact, and Cohen's kappa
-over relevant-or-not) is printed.
+over relevant-or-not) is printed. `--single`: one judge per question, whose grades are final
+(the second blind list set, BLIND_LISTS2.md).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--third", type=Path, default=None)
     parser.add_argument("--disagreements", type=Path, default=None)
+    parser.add_argument("--single", action="store_true",
+                        help="one judge per question (a blind set judged so): its grades are final")
     args = parser.parse_args()
     questions = [json.loads(line) for line in args.questions.open(encoding="utf-8")]
     third: dict[str, dict[str, int]] = {}
@@ -68,14 +71,18 @@ def main() -> int:
         qid = q["id"]
         pool = (args.pools / f"{qid}.ids").read_text(encoding="utf-8").split()
         judged = [read_grades(p) for p in sorted(args.judgements.glob(f"*/{qid}.tsv"))]
-        if len(judged) != 2:
-            print(f"{qid}: {len(judged)} judges, need 2", file=sys.stderr)
+        if len(judged) != (1 if args.single else 2):
+            print(f"{qid}: {len(judged)} judges, need {1 if args.single else 2}",
+                  file=sys.stderr)
             return 2
         for grades in judged:
             if set(grades) != set(pool):
                 print(f"{qid}: a judge graded {len(grades)} papers of a pool of {len(pool)}",
                       file=sys.stderr)
                 return 2
+        if args.single:
+            qrels.extend((qid, pid, judged[0][pid]) for pid in pool)
+            continue
         for pid in pool:
             first, second = judged[0][pid], judged[1][pid]
             pairs.append((first, second))
@@ -85,7 +92,7 @@ def main() -> int:
                 qrels.append((qid, pid, third[qid][pid]))
             else:
                 open_pairs.append((q, pid))
-    exact = sum(a == b for a, b in pairs) / len(pairs)
+    exact = sum(a == b for a, b in pairs) / len(pairs) if pairs else float("nan")
     print(f"{len(pairs)} judged pairs; exact agreement {exact:.3f}; kappa (relevant or not) "
           f"{kappa(pairs):.3f}; {len(open_pairs)} disagreements unsettled")
     if open_pairs:

@@ -265,15 +265,19 @@ def blind_run(args) -> dict:  # noqa: ANN001
 
     shipped = shipped_rule()
     retrievers, runs = {}, []
-    for name in lists.BLIND_SLICES:
+    second = [name for name in lists.BLIND2_SLICES
+              if (lists.HERE / f"{name}.qrels.tsv").is_file()]
+    for name in [*lists.BLIND_SLICES, *second]:
         retrievers[name] = lists.retriever_for(args.home, name,
                                                lists.sources_of(args.home, args.data, name))
         runs += [(q, retrievers[name].search(q.text, k=2 * LIMIT, cut=False).hits)
                  for q in lists.load_questions(name) if q.grades]
     judge = ScriptedJudge([q for q, _ in runs], args.profile)
     report: dict = {"profile": args.profile, "shipped_rule": shipped}
-    for half in ("calibrate", "report"):
-        mine = [r for r in runs if lists.blind_half(r[0].qid) == half]
+    for half in ("calibrate", "report", "blind2"):
+        mine = [r for r in runs if _part(r[0]) == half]
+        if not mine:
+            continue
         offline = [retrievers[q.slice].search(q.text).hits for q, _ in mine]
         report[half] = {
             "questions": len(mine),
@@ -287,9 +291,14 @@ def blind_run(args) -> dict:  # noqa: ANN001
     return report
 
 
+def _part(q) -> str:  # noqa: ANN001
+    """The blind set's half of a question, or "blind2" for the second blind set."""
+    return "blind2" if q.slice in lists.BLIND2_SLICES else lists.blind_half(q.qid)
+
+
 def _blind_text(report: dict) -> str:
     lines = [f"judge: {report['profile']}  rule: {report['shipped_rule']}"]
-    for half in ("calibrate", "report"):
+    for half in (h for h in ("calibrate", "report", "blind2") if h in report):
         lines.append(f"{half} half ({report[half]['questions']} questions)")
         for label in ("screened", "offline", "offline_core"):
             s = report[half][label]

@@ -99,11 +99,17 @@ def make_items(args: argparse.Namespace) -> int:
         papers, vectors = papers_and_vectors(source)
         print(f"{label}: {len(papers):,} papers", file=sys.stderr)
         every += items_for(label, papers, vectors, namer, rng)
+    return write_items(out, every, rng, "t")
+
+
+def write_items(out: Path, every: list[dict], rng: random.Random, prefix: str) -> int:
+    """The items shuffled into out/items.jsonl (id, name, titles: what the judge sees) and
+    out/key.jsonl (which way made each: what the judge is not given)."""
     rng.shuffle(every)
     with open(out / "items.jsonl", "w", encoding="utf-8") as items, \
             open(out / "key.jsonl", "w", encoding="utf-8") as key:
         for n, item in enumerate(every):
-            ident = f"t{n:03d}"
+            ident = f"{prefix}{n:03d}"
             items.write(json.dumps({"id": ident, "name": item["name"],
                                     "titles": item["titles"]}, ensure_ascii=False) + "\n")
             key.write(json.dumps({"id": ident, "way": item["way"], "map": item["map"],
@@ -138,19 +144,26 @@ def score(args: argparse.Namespace) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run(doc: str, make, map_help: str, *more: tuple[str, str]) -> int:  # noqa: ANN001
+    """The `items` and `score` commands of a naming judgement (`more`: required options of
+    `items`, as (flag, help))."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     items = commands.add_parser("items")
-    items.add_argument("--map", action="append", required=True, help="LABEL=HOME:NAME[+...]")
+    items.add_argument("--map", action="append", required=True, help=map_help)
     items.add_argument("--out", required=True)
-    items.add_argument("--before-namer", required=True,
-                       help="ragqa/answering/summarize.py as it was before (git show)")
+    for flag, text in more:
+        items.add_argument(flag, required=True, help=text)
     scored = commands.add_parser("score")
     scored.add_argument("--out", required=True)
     scored.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    return make_items(args) if args.command == "items" else score(args)
+    return make(args) if args.command == "items" else score(args)
+
+
+def main() -> int:
+    return run(__doc__, make_items, "LABEL=HOME:NAME[+...]", (
+        "--before-namer", "ragqa/answering/summarize.py as it was before (git show)"))
 
 
 if __name__ == "__main__":

@@ -499,6 +499,22 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     return CheckedText(header + joiner.join(lines), citations, 0)
 
 
+def doubted_answer(query: str, tail: Sequence[Hit], total: int, language: str,
+                   unfold: bool) -> CheckedText:
+    """A list without a core (the gate doubts the topic is in the collection): no paper is
+    the answer; its less certain papers are folded below that, or listed and cited (`unfold`)."""
+    topic = shown_topic(topic_of(query), language)
+    if not unfold:
+        return CheckedText(message("answer.doubted", language, count=len(tail), total=total,
+                                   topic=topic), [], 0)
+    citations: list[Citation] = []
+    lines = quote_lines([(h, h.best_sentence) for h in tail], "- **{title}**: {sentence} [{n}]",
+                        citations)
+    head = message("answer.doubted_unfolded", language, count=len(tail), total=total,
+                   topic=topic)
+    return CheckedText("\n".join([head, "", *lines]), citations, 0)
+
+
 def split_tiers(hits: Sequence[Hit]) -> tuple[list[Hit], list[Hit]]:
     """A list's core (the answer) and its tail (folded): RelevanceModel.keep's tiers."""
     return [h for h in hits if h.tier != "tail"], [h for h in hits if h.tier == "tail"]
@@ -767,6 +783,8 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     written = None
     if follow_up:
         checked = follow_up_answer(question, query, hits, referred, language, retriever.lexical)
+    elif not hits and tail:  # a topic the list decision doubts: no answer, its papers folded
+        checked = doubted_answer(query, tail, total, language, unfold)
     elif llm is None:
         # Nothing passed the cut: say so, in the question's language; the closest papers are
         # shown apart below, uncited (never listed as papers that address it).
@@ -781,7 +799,7 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         checked = written.checked
         notice = " ".join(filter(None, [notice, *written.notices]))
         timings.update(written.timings)
-    if not tail or not checked.citations:  # no fold under "none of them answers"
+    if not tail or not hits or not checked.citations:  # no fold under "none of them answers"
         pass
     elif not unfold:
         checked.text = f"{checked.text}\n\n{folded_line(tail, query, language)}"
@@ -793,9 +811,10 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     if screened is not None:
         timings["screening_ms"] = round(screened.screening.seconds * 1000)
     timings["total_ms"] = _ms(started)
-    # Nothing addresses it: say so, and show what came nearest apart, uncited.
+    # Nothing addresses it: say so, and show what came nearest apart, uncited (a doubted
+    # topic's folded papers are its nearest already).
     closest = search(k=CLOSEST_MATCHES, cut=False, sentences=False).hits \
-        if not checked.citations else []
+        if not checked.citations and (hits or not tail) else []
     fallback = written.fallback if written else ""
     return Answer(question, "llm" if llm and not fallback else "extractive", checked.text,
                   checked.citations, checked.unsupported, checked.dropped, [*hits, *tail], total,

@@ -34,6 +34,17 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.unfolded": {"one": "Less certain, 1 more paper:",
                             "other": "Less certain, {count} more papers:"},
         "label.folded": {"one": "1 more, less certain", "other": "{count} more, less certain"},
+        # A list without a core (the list decision doubts the topic): its papers folded.
+        "answer.doubted": {
+            "one": "None of the {total} papers in this collection is clearly about “{topic}”; "
+                   "1 may address it, less certainly (folded):",
+            "other": "None of the {total} papers in this collection is clearly about "
+                     "“{topic}”; {count} may address it, less certainly (folded):"},
+        "answer.doubted_unfolded": {
+            "one": "None of the {total} papers in this collection is clearly about “{topic}”. "
+                   "Less certain, 1 paper:",
+            "other": "None of the {total} papers in this collection is clearly about "
+                     "“{topic}”. Less certain, {count} papers:"},
         "answer.none_referred": "None of the papers it refers to addresses “{topic}”.",
         "answer.unstated.figure": "The abstract of **{title}** does not say: it gives no figure.",
         "answer.unstated.code": "The abstract of **{title}** does not say: it does not mention "
@@ -88,6 +99,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.mode_extractive": "extractive",
         # ------------------------------------------------ ragqa search (terminal)
         "search.none": "No paper in this collection ({total} papers) matches “{query}”.",
+        "search.doubted": "No paper in this collection ({total} papers) is clearly about "
+                          "“{query}”.",
         "search.count": {"one": "{count} paper", "other": "{count} papers"},
         "search.found": "{papers} of {total} for “{query}”",
         # ------------------------------------------------ chat
@@ -103,6 +116,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                                "({calls} requests, {seconds} s).",
         "notice.screening_failed": "The model could not screen the candidates ({reason}): "
                                    "the list is ragqa's own, not read by the model.",
+        "notice.map_names_failed": "The model could not name the map's themes ({reason}): "
+                                   "they keep ragqa's own names.",
         "marks.header": "Re-ranked with your marks ({more} relevant, {rejected} not) for "
                         "“{topic}”: the papers you marked relevant first, then the "
                         "{unjudged} unmarked papers of the list nearer to them than to those "
@@ -138,6 +153,10 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.folded": {"other": "另有 {count} 篇论文可能涉及“{topic}”，把握较小（已折叠）："},
         "answer.unfolded": {"other": "把握较小的另外 {count} 篇论文："},
         "label.folded": {"other": "另外 {count} 篇，把握较小"},
+        "answer.doubted": {"other": "本论文库的 {total} 篇论文中，没有一篇明确涉及“{topic}”；"
+                                    "有 {count} 篇可能涉及，把握较小（已折叠）："},
+        "answer.doubted_unfolded": {"other": "本论文库的 {total} 篇论文中，没有一篇明确涉及"
+                                             "“{topic}”。把握较小的 {count} 篇论文："},
         "answer.none_referred": "所指的论文中，没有一篇涉及“{topic}”。",
         "answer.unstated.figure": "**{title}** 的摘要没有说明这一点：其中没有给出任何数字。",
         "answer.unstated.code": "**{title}** 的摘要没有说明这一点：其中没有提到代码、链接或发布。",
@@ -180,6 +199,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "label.mode_llm": "LLM：{model}",
         "label.mode_extractive": "抽取式",
         "search.none": "本论文库（{total} 篇论文）中没有与“{query}”匹配的论文。",
+        "search.doubted": "本论文库（{total} 篇论文）中没有明确涉及“{query}”的论文。",
         "search.count": {"other": "{count} 篇"},
         "search.found": "检索“{query}”：{total} 篇论文中有 {papers}相关",
         "chat.one_paper": "论文 {names}",
@@ -194,6 +214,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                                "（{calls} 次请求，{seconds} 秒）。",
         "notice.screening_failed": "模型未能筛选候选论文（{reason}）：列表为 ragqa 自己的离线列表，"
                                    "未经模型阅读。",
+        "notice.map_names_failed": "模型未能为地图的主题命名（{reason}）："
+                                   "主题保留 ragqa 自己的名称。",
         "marks.header": "已按您的标记重新排序（{more} 篇相关，{rejected} 篇不相关），"
                         "主题“{topic}”：先列出您标记为相关的论文，"
                         "再列出列表中未标记、且更接近相关论文的 {unjudged} 篇论文。",

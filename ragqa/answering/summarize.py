@@ -34,7 +34,7 @@ from ragqa.answering.citations import normalise_citations
 from ragqa.answering.messages import message, shown_topic
 from ragqa.index import lexical
 from ragqa.prompts import load_prompt
-from ragqa.retrieval.fitted import LIST_MODEL, in_whole_list
+from ragqa.retrieval.fitted import LIST_MODEL, whole_list
 from ragqa.retrieval.question import strip_frame
 from ragqa.retrieval.sentences import best_sentence
 from ragqa.retrieval.types import Filters, Hit
@@ -442,9 +442,9 @@ def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | No
     """The papers of `topic` as the list decision keeps them (their hits with `hits_only`),
     or of the whole collection (a sample of `max_papers`)."""
     if topic:
-        # the one-tier list, not the long tail of the tiers (fitted.in_whole_list)
-        hits = [h for h in retriever.search(topic, sentences=False, rule=LIST_MODEL,
-                                            filters=filters).hits if in_whole_list(h)]
+        # the one-tier list, not the long tail of the tiers (fitted.whole_list)
+        hits = whole_list(retriever.search(topic, sentences=False, rule=LIST_MODEL,
+                                           filters=filters).hits)
         hits = hits[:max_papers] if max_papers else hits
         return hits if hits_only else [h.paper for h in hits]
     assert retriever.lexical is not None

@@ -603,20 +603,24 @@ def map_(
         )] = None,
     highlight: Annotated[str | None, typer.Option(
         "--highlight", help=options_of(MapRequest)["highlight"][1].help)] = None,
+    llm: Annotated[str | None, typer.Option(
+        "--llm", help=options_of(MapRequest)["llm"][1].help)] = None,
     collection: CollectionOpt = None, as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
-    """A map of the collection: every paper placed by its vectors, grouped into named themes."""
+    """A map of the collection: every paper placed by its vectors, grouped into named themes
+    (`--llm auto`: named by the configured LLM)."""
     out = _renderer()
     with _errors(debug):
-        request = MapRequest(highlight=highlight)
+        request = MapRequest(highlight=highlight, llm=llm or "none")
         if out_file is not None:
             if out_file.suffix.lower() not in (".html", ".png", ".svg"):
                 raise UserError(f"--out {out_file}: a map is written as .html, .png or .svg")
             _check_out_file("--out", out_file)
         settings, name = _settings_for(collection)
+        model = _ops().llm_for(settings, request.llm)
         retriever = _ops().open_for_query(settings, name, quiet=as_json)
         with out.status(enabled=not as_json) as report:
-            result = _ops().paper_map(retriever, request, on_progress=report)
+            result = _ops().paper_map(retriever, request, on_progress=report, llm=model)
         if out_file is not None:
             _write_map(out_file, result)
         if as_json:

@@ -221,12 +221,15 @@ def build(core: "App", slots: Slots | None = None) -> Any:
         "sits in the unit square) and, with highlight (a list question), the papers it returns "
         "with the theme each falls in. Returns the `ragqa map --json` object without its "
         "per-paper points (a conference's are megabytes): collection, papers, method, themes, "
-        "highlight {question, paper_ids, papers: [paper_id, title, source, theme]}."))
-    async def collection_map(highlight: _param(MapRequest, "highlight") = None
-                             ) -> dict[str, Any]:
+        "subthemes, naming {mode: llm or offline, model, named, kept, notice}, "
+        "highlight {question, paper_ids, papers: [paper_id, title, source, theme]}. The themes "
+        "are named by ragqa, or by the server's LLM with llm auto or openai."))
+    async def collection_map(highlight: _param(MapRequest, "highlight") = None,
+                             llm: _param(MapRequest, "llm") = "none") -> dict[str, Any]:
         from ragqa.app import map_digest
 
-        return await held("map", lambda: map_digest(core.map(MapRequest(highlight=highlight))))
+        return await held("map", lambda: map_digest(core.map(MapRequest(highlight=highlight,
+                                                                        llm=llm))))
 
     @server.tool(annotations=reads, description=(
         "A topic's papers per year against the collection's papers per year (the papers the "

@@ -97,7 +97,9 @@ class Renderer:
         # texts hold no markup).
         self.console.print(message("search.found", language, papers=f"[bold]{papers}[/]",
                                    total=result.total_papers, query=markup(result.query))
-                           + "\n")
+                           + "\n" if core else markup(message(
+                               "search.doubted", language, total=result.total_papers,
+                               query=result.query)))
         for rank, hit in enumerate(core, start=1):
             paper = hit.paper
             self.console.print(f"[bold cyan]{rank}.[/] [bold]{markup(paper.title)}[/]  "
@@ -328,6 +330,12 @@ class Renderer:
             table.add_row("[dim]apart from every theme[/]", str(result["apart"]),
                           *([str(in_theme.get(-1, 0))] if marked else []))
         self.console.print(table)
+        naming = result.get("naming") or {}
+        if naming.get("mode") == "llm":
+            kept = f"; {naming['kept']} kept ragqa's own" if naming["kept"] else ""
+            self.console.print(f"[dim]Themes named by {markup(naming['model'])}{kept}.[/]")
+        if naming.get("notice"):
+            self.err.print(f"[yellow]{markup(naming['notice'])}[/]")
         if result.get("highlight"):
             question = markup(result["highlight"]["question"])
             self.console.print(f"{len(marked)} papers for “{question}” highlighted")

@@ -88,7 +88,7 @@ def collection_map(retriever: Retriever, progress: Progress | None = None) -> Co
     index = retriever.lexical
     papers = index.all_papers() if index is not None else []
     state = index.fingerprint if index is not None else ""
-    folder = local_dir(retriever.store.settings, retriever.store.name) / "maps"
+    folder = maps_folder(retriever)
     if not papers:
         none = np.zeros(0, dtype=np.int64)
         return CollectionMap(state, "", [], np.zeros((0, 2)), none, [], none, [])
@@ -225,6 +225,11 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ the cache
+
+def maps_folder(retriever: Retriever) -> Path:
+    """Where a collection's maps (and their LLM names: maps.naming) are kept."""
+    return local_dir(retriever.store.settings, retriever.store.name) / "maps"
+
 
 def _file(folder: Path, state: str) -> Path:
     return folder / f"map-{state[:32]}.npz"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ragqa.errors import UserError
-from ragqa.retrieval.fitted import LIST_MODEL, in_whole_list
+from ragqa.retrieval.fitted import LIST_MODEL, whole_list
 from ragqa.retrieval.question import strip_frame
 from ragqa.retrieval.types import Filters
 from ragqa.sources.paper import Paper
@@ -65,8 +65,8 @@ def topic_papers(retriever: Retriever, topic: str, filters: Filters | None = Non
                                           rule=LIST_MODEL)
     else:
         result = retriever.search(topic, filters=filters, sentences=False, rule=LIST_MODEL)
-    # the one-tier list, not the long tail of the tiers (fitted.in_whole_list)
-    return [hit.paper for hit in result.hits if in_whole_list(hit)]
+    # the one-tier list, not the long tail of the tiers (fitted.whole_list)
+    return [hit.paper for hit in whole_list(result.hits)]
 
 
 def count_by_year(topic: str, papers: Sequence[Paper], collection: Sequence[Paper]) -> Trend:
