@@ -541,6 +541,9 @@ class App:
         self._following = False  # see _follow_the_server
         self._map: dict | None = None  # the map of the last state asked (`map`)
         self._map_lock = threading.Lock()
+        # Naming a map with an LLM (maps.naming) is asked once at a time, apart from the map
+        # itself: an offline map or a highlight never waits on a model.
+        self._naming_lock = threading.Lock()
 
     @classmethod
     def serving(cls, settings: Settings, name: str) -> App:
@@ -727,9 +730,13 @@ class App:
         """`map --json`; the map of each state is computed once and kept (and its LLM names,
         on disk: maps.naming)."""
         retriever = self.retriever()
-        with self._map_lock:  # two first requests compute it once (and name it once)
+        with self._map_lock:  # two first requests compute it once
             self._map = paper_map(retriever, MapRequest(), cached=self._map)
-            return paper_map(retriever, request, cached=self._map, llm=self.llm(request.llm))
+        llm = self.llm(request.llm)
+        if llm is None:
+            return paper_map(retriever, request, cached=self._map)
+        with self._naming_lock:  # two first requests name it once (then from the disk)
+            return paper_map(retriever, request, cached=self._map, llm=llm)
 
     def trends(self, request: TrendsRequest) -> dict:
         return trends(self.retriever(), request)

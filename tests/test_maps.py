@@ -636,11 +636,77 @@ def test_an_llm_names_the_themes_once_and_a_failing_one_leaves_ragqa_s_names(
     assert CANARY not in shown.stdout + shown.stderr + failed.stdout  # the key never shows
 
 
-def test_a_reply_that_is_no_name_keeps_ragqa_s_name():
-    from ragqa.maps.naming import usable_name
+def _two_level_map() -> dict:
+    """A map as `maps.as_json` gives it, with two themes and three sub-themes: each group's
+    papers titled after the group ("g-s0 paper 3"), so a reply can tell the groups apart."""
+    groups = [("g-s0", 0, 0, 0.1), ("g-s1", 0, 1, 0.2), ("g-v0", 1, 2, 0.8)]
+    points = {"title": [], "theme": [], "subtheme": [], "x": [], "y": []}
+    for tag, theme, sub, x in groups:
+        for i in range(12):
+            points["title"].append(f"{tag} paper {i}: a study")
+            points["theme"].append(theme)
+            points["subtheme"].append(sub)
+            points["x"].append(x + i / 1000)
+            points["y"].append(0.5)
+    return {"state": "f" * 40, "points": points,
+            "themes": [{"theme": 0, "name": "Speech", "papers": 24, "x": 0.15, "y": 0.5},
+                       {"theme": 1, "name": "Vision", "papers": 12, "x": 0.8, "y": 0.5}],
+            "subthemes": [{"subtheme": 0, "theme": 0, "name": "Speech A", "papers": 12,
+                           "x": 0.1, "y": 0.5},
+                          {"subtheme": 1, "theme": 0, "name": "Speech B", "papers": 12,
+                           "x": 0.2, "y": 0.5},
+                          {"subtheme": 2, "theme": 1, "name": "Vision A", "papers": 12,
+                           "x": 0.8, "y": 0.5}]}
 
-    titles = ["CULTURE-MT: cultural machine translation", "Moshi-RAG"]
-    assert usable_name("Speech translation", set(), titles) == "Speech translation"
-    for reply in ("", "CULTURE-MT", "moshi-rag", "Here is a name for the group of papers you "
-                  "sent me today", "<titles>", "Speech translation"):
-        assert usable_name(reply, {"speech translation"}, titles) == ""
+
+def test_llm_names_are_read_checked_kept_distinct_and_kept_per_map(llm_server, tmp_path):
+    """Through the real openai client to the loopback server: the name is read out of a
+    chatty reply; a reply that is no name, or that repeats a sibling's or its theme's name,
+    keeps ragqa's; the names are asked once per map and asked again for a map made
+    otherwise; a failure keeps nothing and is asked again."""
+    from ragqa.config import load_settings
+    from ragqa.maps.naming import llm_named
+    from ragqa.models.llm import make_llm
+
+    from .helpers.answers import _llm_env
+    from .helpers.llm_server import Reply, prompt_of
+
+    # the themes are asked first, then the sub-themes, in order
+    replies = ["Sure! Here is the name:\n1. Spoken dialogue.",  # theme 0: read out of it
+               "N/A",  # theme 1: no name
+               "Spoken dialogue",  # sub-theme 0: its theme's name
+               "'Speech A'",  # sub-theme 1: its sibling's (ragqa's) name
+               "Image segmentation"]  # sub-theme 2
+
+    def chats() -> list[dict]:
+        return [r["body"] for r in llm_server.requests if "messages" in r["body"]]
+
+    llm_server.reply = lambda body: Reply(replies[(len(chats()) - 1) % len(replies)])
+    settings = load_settings({"RAGQA_HOME": str(tmp_path), "RAGQA_ENV_FILE": "/x",
+                              **_llm_env(llm_server)})
+    llm, folder = make_llm(settings), tmp_path / "maps"
+    result = _two_level_map()
+    named = llm_named(result, llm, settings, folder)
+    tags = [set(re.findall(r"^- (g-\w\d) paper", prompt_of(body), re.M)) for body in chats()]
+    assert tags == [{"g-s0", "g-s1"}, {"g-v0"}, {"g-s0"}, {"g-s1"}, {"g-v0"}]
+    assert [t["name"] for t in named["themes"]] == ["Spoken dialogue", "Vision"]
+    assert [t["name"] for t in named["subthemes"]] == ["Speech A", "Speech B",
+                                                        "Image segmentation"]
+    assert named["naming"] | {"model": ""} == {"mode": "llm", "model": "", "named": 2,
+                                              "kept": 3, "notice": ""}
+    # asked once per map; a map made otherwise (other groups) is asked again
+    assert llm_named(result, llm, settings, folder)["themes"] == named["themes"]
+    assert len(chats()) == 5
+    other = {**result, "themes": [result["themes"][0], {**result["themes"][1],
+                                                        "name": "Images"}]}
+    llm_named(other, llm, settings, folder)
+    assert len(chats()) == 10
+    # a failing model: ragqa's names and a notice; nothing kept, so asked again next time
+    llm_server.reply = lambda body: Reply(status=500)
+    failed = llm_named(result, llm, settings, tmp_path / "other-maps")
+    assert [t["name"] for t in failed["themes"]] == ["Speech", "Vision"]
+    assert failed["naming"]["mode"] == "offline" and "could not name" in \
+        failed["naming"]["notice"]
+    asked = len(chats())
+    llm_named(result, llm, settings, tmp_path / "other-maps")
+    assert len(chats()) > asked

@@ -90,6 +90,10 @@ def test_every_server_face_carries_the_tiers(served, seeded):
         "model": "ragqa-default", "messages": [{"role": "user", "content": FULL_DUPLEX}]})
     content = " ".join(v1.json()["choices"][0]["message"]["content"].split())
     assert f"{len(_tiers(cli)[1])} more papers may address" in content
+    # a chat client has no fold to open: the folded papers are listed below it, uncited
+    for paper in (p for p in cli["papers"] if p["tier"] == "tail"):
+        assert f"- {paper['title']} ({paper['source']}, id {paper['paper_id']})" in \
+            v1.json()["choices"][0]["message"]["content"]
 
     async def mcp_ask() -> tuple[dict, dict]:
         import httpx2
@@ -124,5 +128,16 @@ def test_every_server_face_folds_a_doubted_topic(served, seeded):
     assert [c["paper_id"] for c in unfold["citations"]] == tail
     v1 = httpx.post(f"{served.url}/v1/chat/completions", timeout=120, json={
         "model": "ragqa-default", "messages": [{"role": "user", "content": question}]})
-    content = " ".join(v1.json()["choices"][0]["message"]["content"].split())
+    message = v1.json()["choices"][0]["message"]["content"]
+    content = " ".join(message.split())
     assert f"is clearly about “autonomous driving”; {len(tail)} may address it" in content
+    assert all(f"id {paper_id})" in message for paper_id in tail)  # listed, not a dead end
+
+
+def test_chat_after_a_doubted_topic_unfolds_and_marks_say_how(seeded):
+    result = seeded("chat", input="Which papers study autonomous driving?\n/more 1\n/more\n")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "is clearly about “autonomous driving”" in text
+    assert "the last answer folded all its papers: /more alone lists them" in text
+    assert "Less certain," in text and "[1]" in text  # /more alone lists them, numbered

@@ -398,6 +398,9 @@ def test_a_follow_up_continues_the_same_chat_session(server, browser, web_home):
 # ---------------------------------------------------------------- Papers and Summary
 
 
+DOUBTED = "Which papers study autonomous driving?"  # the list decision doubts it: all tail
+
+
 def test_papers_are_listed_and_searched_and_open_in_the_panel(server, browser):
     _open(browser, server, "papers")
     _wait(browser, lambda d: len(_css(d, "#paper-list > li")) == 30)
@@ -408,15 +411,29 @@ def test_papers_are_listed_and_searched_and_open_in_the_panel(server, browser):
     _wait(browser, lambda d: "match" in _css(d, "#papers-info")[0].text)
     items = _css(browser, "#paper-list > li")
     assert [i.find_element("css selector", ".paper-title").text for i in items] == \
-        [r["title"] for r in expected["results"]]
+        [r["title"] for r in expected["results"] if r["tier"] == "core"]
+    # the less certain rest folded below, closed, as in an answer
+    tail = [r["title"] for r in expected["results"] if r["tier"] == "tail"]
+    fold = _css(browser, "#paper-tail")[0]
+    assert fold.is_displayed() == bool(tail) and fold.get_attribute("open") is None
+    assert [t.get_attribute("textContent") for t in
+            fold.find_elements("css selector", ".paper-title")] == tail
     first = expected["results"][0]
     assert items[0].find_element("css selector", ".best-sentence").text == first["best_sentence"]
     items[0].find_element("css selector", ".paper-title").click()
     mark = _visible(browser, "#panel-abstract mark")
     assert _letters(mark.text) == _letters(first["best_sentence"])
     _css(browser, "#panel-close")[0].click()
+    # a topic the list decision doubts: no paper listed, its papers folded
+    doubted = _post(server.url + "/api/search", {"question": DOUBTED})
+    assert doubted["results"] and {r["tier"] for r in doubted["results"]} == {"tail"}
+    box.clear()
+    box.send_keys(DOUBTED + "\n")
+    _wait(browser, lambda d: "clearly about" in _css(d, "#papers-info")[0].text)
+    assert not _css(browser, "#paper-list > li") and _css(browser, "#paper-tail")[0].is_displayed()
     _css(browser, "#search-clear")[0].click()
     _wait(browser, lambda d: len(_css(d, "#paper-list > li")) == 30)
+    assert not _css(browser, "#paper-tail")[0].is_displayed()
 
 
 def test_a_summary_renders_and_downloads_as_markdown(server, browser, tmp_path):

@@ -62,6 +62,8 @@ def decided(retriever, q: lists.Question) -> tuple[list[tuple[str, float]], set[
         return [], None
     listed = retriever.decide_list(q.text, hits, model)
     gated = LIST_MODEL.topic_probability(ranked) < LIST_MODEL.gate
+    # decide_list puts a stated paper in the core from the shipped core floor (0.995, the
+    # grid's top): a lower grid core would count fewer stated papers than it should.
     stated = {h.paper.paper_id for h in listed if h.tier == "core"} if gated else None
     return [(h.paper.paper_id, h.probability) for h in (ranked if gated else listed)], stated
 

@@ -379,6 +379,10 @@ def refine_with_marks(session: Session, marks: Marks, retriever: Retriever) -> A
     this is the offline judge. Marks add up over rounds on the same question."""
     last = session.turns[-1] if session.turns else None
     listed = {c["n"]: c["paper_id"] for c in (last.answer["citations"] if last else [])}
+    if not listed and last is not None and any(
+            p.get("tier") == "tail" for p in last.answer.get("papers", [])):
+        raise UserError("the last answer folded all its papers: /more alone lists them, "
+                        "numbered, to mark")
     if not listed:
         raise UserError("/more and /not mark papers of the last list: ask a question first")
     unknown = sorted(n for n in [*marks.more, *marks.rejected] if n not in listed)

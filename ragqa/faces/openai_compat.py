@@ -37,8 +37,15 @@ _REFERENCES_HEADERS = tuple(dict.fromkeys(
 
 
 def message_text(turn: dict) -> str:
-    """The answer, then its references, as a chat client shows a message (Markdown)."""
+    """The answer, then its references, as a chat client shows a message (Markdown). A list's
+    folded papers (its tail, which the answer's last line leads into) are listed below it,
+    uncited: a chat client has no fold to open."""
     lines = [turn["answer"]]
+    cited = {c["paper_id"] for c in turn["citations"]}
+    folded = [p for p in turn.get("papers", []) if p.get("tier") == "tail"
+              and p["paper_id"] not in cited]
+    if folded:
+        lines += [""] + [f"- {p['title']} ({p['source']}, id {p['paper_id']})" for p in folded]
     if turn.get("notice"):
         lines += ["", f"*{turn['notice']}*"]
     if turn["citations"]:

@@ -102,9 +102,10 @@ class RelevanceModel:
         return sorted(hits, key=lambda h: -h.probability)
 
     def keep(self, hits: list[Hit]) -> list[Hit]:
-        """The list, most probable first, each paper with its tier: core from `core` up (at
-        least the most probable paper: a topic the gate passed has its best paper in the
-        answer), tail down to `threshold`. A topic the gate doubts has no core: what it found
+        """The list, most probable first, each paper with its tier: core from `core` up (and
+        the most probable paper, when it reaches `threshold`: a topic the gate passed has its
+        best paper in the answer), tail down to `threshold`. A topic the gate doubts has no
+        core (each paper `doubted`): what it found
         is all tail, folded below "none is clearly about it" (the gate's doubt falls on whole
         topics that are there: questions of several parts, whose papers each hold one; on the
         blind list set it silenced 4 of 40 real topics and 2 of 10 absent ones). A model of
@@ -116,7 +117,7 @@ class RelevanceModel:
         kept = [h for h in ranked if h.probability >= self.threshold]
         if doubted:
             for hit in kept:
-                hit.tier = "tail"
+                hit.tier, hit.doubted = "tail", True
             return kept
         for i, hit in enumerate(kept):
             hit.tier = "core" if self.core is None or i == 0 or hit.probability >= self.core \
@@ -177,11 +178,10 @@ WHOLE_LIST_FLOOR = 0.91
 
 def whole_list(hits: Sequence[Hit]) -> list[Hit]:
     """A list's papers in the one-tier list: its core, and its tail from WHOLE_LIST_FLOOR (a
-    model of one tier: every paper it keeps). A list without a core (a topic the gate doubts)
-    has none: the one-tier list of before listed nothing there."""
-    if not any(hit.tier == "core" for hit in hits):
-        return []
-    return [hit for hit in hits if hit.tier == "core" or hit.probability >= WHOLE_LIST_FLOOR]
+    model of one tier: every paper it keeps). Of a topic the gate doubts, only the papers that
+    state it (decide.decide_list's core), as the one-tier list of before listed."""
+    return [hit for hit in hits if hit.tier == "core"
+            or (hit.probability >= WHOLE_LIST_FLOOR and not hit.doubted)]
 
 
 # The list decision for a question in another language, searched with the multilingual

@@ -27,6 +27,9 @@ class Hit:
     # A list's papers in two tiers (RelevanceModel.keep): "core", the papers the decision is
     # sure of, shown as the answer; "tail", the less certain rest, folded (issue 45).
     tier: str = "core"
+    # The list decision's topic gate doubted the question's topic: the paper is in its list
+    # only as a folded candidate (RelevanceModel.keep), never in the one-tier list.
+    doubted: bool = False
     paper: Paper = None  # type: ignore[assignment]  # read for the hits that are kept
 
 

@@ -586,6 +586,7 @@ async function loadPapers(offset) {
     list.replaceChildren();
     list.start = page.offset + 1;
     for (const paper of page.papers) list.append(paperItem(paper, ""));
+    showTail([]);
     const last = page.offset + page.papers.length;
     $("papers-info").textContent = page.total
       ? `Papers ${page.offset + 1}–${last} of ${page.total}`
@@ -612,6 +613,15 @@ function paperItem(paper, sentence) {
   return item;
 }
 
+function showTail(tail) {
+  const fold = $("paper-tail");
+  fold.hidden = !tail.length;
+  fold.open = false;
+  fold.querySelector("summary").textContent = `${tail.length} more, less certain`;
+  fold.querySelector("ol").replaceChildren(
+    ...tail.map((hit) => paperItem(hit, hit.best_sentence || "")));
+}
+
 function snippet(text) {
   return text.length > 220 ? text.slice(0, 220).replace(/\s+\S*$/, "") + " …" : text;
 }
@@ -627,10 +637,17 @@ async function search(event) {
     const list = $("paper-list");
     list.replaceChildren();
     list.start = 1;
-    for (const hit of found.results) list.append(paperItem(hit, hit.best_sentence || ""));
-    $("papers-info").textContent = found.results.length
-      ? `${found.results.length} of ${found.total_papers} papers match “${found.query}”`
-      : `No paper of the ${found.total_papers} matches “${found.query}”.`;
+    // A list's less certain papers (tier "tail") are folded below it, as in an answer; a
+    // topic the list decision doubts has only those.
+    const core = found.results.filter((hit) => hit.tier !== "tail");
+    const tail = found.results.filter((hit) => hit.tier === "tail");
+    for (const hit of core) list.append(paperItem(hit, hit.best_sentence || ""));
+    showTail(tail);
+    $("papers-info").textContent = core.length
+      ? `${core.length} of ${found.total_papers} papers match “${found.query}”`
+      : tail.length
+        ? `No paper of the ${found.total_papers} is clearly about “${found.query}”.`
+        : `No paper of the ${found.total_papers} matches “${found.query}”.`;
     $("pager").hidden = true;
     $("search-clear").hidden = false;
   } catch (err) {
