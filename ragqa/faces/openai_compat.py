@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 MODEL_PREFIX = "ragqa-"
 # "- [2] Title (file.txt#4, id abc123)": one reference line of an answer's message text.
 _REFERENCE = re.compile(r"^- \[(\d+)\] (.*) \(([^()]*), id ([^\s()]+)\)$")
+# "- Title (file.txt#4, id abc123)": a folded paper listed below the answer (message_text).
+_FOLDED = re.compile(r"^- (?!\[\d+\] )(.*) \(([^()]*), id ([^\s()]+)\)$")
 # The references heading in every language of the message catalogue: a client sends back the
 # messages it was given, in whichever language each turn was answered.
 _REFERENCES_HEADERS = tuple(dict.fromkeys(
@@ -61,7 +63,7 @@ def read_message(text: str) -> tuple[str, list[dict]]:
     head, marker, tail = max((text.rpartition("\n" + header + "\n")
                               for header in _REFERENCES_HEADERS), key=lambda parts: len(parts[0]))
     if not marker:
-        return text, []
+        return _without_folded(text), []
     citations = []
     for line in tail.splitlines():
         match = _REFERENCE.match(line.strip())
@@ -69,7 +71,20 @@ def read_message(text: str) -> tuple[str, list[dict]]:
             n, title, source, paper_id = match.groups()
             citations.append({"n": int(n), "title": title, "source": source,
                               "paper_id": paper_id})
-    return (head.strip(), citations) if citations else (text, [])
+    return (_without_folded(head.strip()), citations) if citations else (text, [])
+
+
+def _without_folded(text: str) -> str:
+    """The message less the folded papers message_text listed below its answer (lines no
+    answer writes: a title, then its source and id in brackets, without a number)."""
+    lines = text.split("\n")
+    kept = [line for line in lines if not _FOLDED.match(line.strip())]
+    if len(kept) == len(lines):
+        return text
+    out = "\n".join(kept)
+    while "\n\n\n" in out:
+        out = out.replace("\n\n\n", "\n\n")
+    return out.strip()
 
 
 OPENAI_ERROR_CODES = {400: "bad_request", 401: "invalid_api_key", 404: "not_found",
