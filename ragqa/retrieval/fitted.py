@@ -105,11 +105,10 @@ class RelevanceModel:
         """The list, most probable first, each paper with its tier: core from `core` up (and
         the most probable paper, when it reaches `threshold`: a topic the gate passed has its
         best paper in the answer), tail down to `threshold`. A topic the gate doubts has no
-        core (each paper `doubted`): what it found
-        is all tail, folded below "none is clearly about it" (the gate's doubt falls on whole
-        topics that are there: questions of several parts, whose papers each hold one; on the
-        blind list set it silenced 4 of 40 real topics and 2 of 10 absent ones). A model of
-        one tier lists nothing then."""
+        core: what it found is all tail (each paper `doubted`), folded below "none is clearly
+        about it" (the gate's doubt falls on whole topics that are there: questions of several
+        parts, whose papers each hold one; on the blind list set it silenced 4 of 40 real
+        topics and 2 of 10 absent ones). A model of one tier lists nothing then."""
         ranked = self.rank(hits)
         doubted = self.topic_probability(ranked) < self.gate
         if doubted and self.core is None:
