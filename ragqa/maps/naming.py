@@ -131,8 +131,8 @@ def distinct(result: dict, names: Sequence[str]) -> list[str]:
     or a theme's sub-themes, whoever named it) or, for a sub-theme, its theme's. Each such name
     keeps the offline one (which the offline namer keeps distinct)."""
     count = len(result["themes"])
-    final = [name or group["name"] for name, group in
-             zip(names, [*result["themes"], *result["subthemes"]], strict=True)]
+    groups = [*result["themes"], *result["subthemes"]]
+    final = [name or group["name"] for name, group in zip(names, groups, strict=True)]
     out = list(names)
     sets = [list(range(count))] + [
         [count + j for j, s in enumerate(result["subthemes"]) if s["theme"] == t["theme"]]
@@ -145,7 +145,7 @@ def distinct(result: dict, names: Sequence[str]) -> list[str]:
         for i in sorted(members, key=lambda i: bool(out[i])):  # offline names claim first
             key = final[i].casefold()
             if out[i] and (key in seen or key == parent):
-                out[i], final[i] = "", ([*result["themes"], *result["subthemes"]])[i]["name"]
+                out[i], final[i] = "", groups[i]["name"]
                 key = final[i].casefold()
             seen.add(key)
     return out
