@@ -328,3 +328,52 @@ def test_a_doubted_topic_answers_none_and_folds_what_it_found(seeded):
     # the one-tier list (summaries, trends, a map's highlight) has no paper of it
     summary = json.loads(seeded("summarize", "autonomous driving", "--json").stdout)
     assert summary["papers_considered"] == 0 and summary["references"] == []
+
+
+@pytest.mark.parametrize(("question", "topic", "excluded"), [
+    # issue 45: what a question says it does not want is not searched, and folds its papers
+    ("Find work on dataset condensation — not teacher-student knowledge distillation.",
+     "dataset condensation", ("teacher-student knowledge distillation",)),
+    ("Reading comprehension models? Visual question answering is not what I'm after.",
+     "Reading comprehension models", ("Visual question answering",)),
+    ("Which papers study backdoor attacks? I don't mean backdoor adjustment in causal "
+     "inference.", "backdoor attacks", ("backdoor adjustment in causal inference",)),
+    ("papers on attacking NLP models rather than defending them", "attacking NLP models",
+     ("defending them",)),
+    ("Emergent communication in games. Channel codes don't count.",
+     "Emergent communication in games", ("Channel codes",)),
+    ("Machine translation. Not program translation or image-to-image mapping.",
+     "Machine translation",
+     ("program translation or image-to-image mapping", "program translation",
+      "image-to-image mapping")),
+    # a "not" inside a clause, or "not only/just", excludes nothing
+    ("Which papers automatically produce keyphrases, including phrases that do not appear "
+     "in the document?", "automatically produce keyphrases", ()),
+    ("classifiers constrained so they do not disadvantage protected groups",
+     "classifiers constrained so they do not disadvantage protected groups", ()),
+    ("speech models, not only for ASR", "speech models, not only for ASR", ()),
+])
+def test_what_a_question_does_not_want_is_apart_from_its_topic(question, topic, excluded):
+    from ragqa.retrieval.question import understand
+
+    understood = understand(question)
+    assert (understood.topic, understood.excluded) == (topic, excluded)
+    for part in excluded:
+        assert part not in understood.lexical
+
+
+def test_papers_of_the_sense_a_question_excludes_leave_its_answer(seeded, tmp_path):
+    """issue 45: "code … I don't mean code-mixing" — the code-mixing papers the words "code"
+    and "mix" bring are nearer what the question excludes than what it asks: not the answer."""
+    extra = tmp_path / "code.jsonl"
+    extra.write_text("".join(json.dumps({"id": pid, "title": title, "abstract": text}) + "\n"
+                             for pid, title, text in CODE_MIXING + SOURCE_CODE))
+    assert seeded("ingest", str(extra), "--quiet").exit_code == 0
+    asked = "Which papers mix code and text, e.g. learning from code and its documentation"
+    mixing = {"mix-1", "mix-2"}
+    before = {r["paper_id"] for r in _listed(seeded, asked + "?") if r["tier"] == "core"}
+    assert before & mixing  # without the exclusion, the other sense is in the answer
+    listed = _listed(seeded, asked + ", not code-mixing of two human languages?")
+    core = {r["paper_id"] for r in listed if r["tier"] == "core"}
+    assert core and not core & mixing
+    assert {"code-1", "code-2", "code-3"} & core

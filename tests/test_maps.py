@@ -195,7 +195,7 @@ def test_png_and_svg_maps_are_written_for_a_report(seeded, tmp_path):
     from ragqa.faces.pictures import map_picture
 
     drawn = map_picture(shown, tmp_path / "again.png")
-    assert drawn.themes == names and drawn.papers >= 25
+    assert drawn.themes == names and drawn.papers >= 25 and drawn.subthemes == []
     assert all(len(t) <= 29 for t in shown["points"]["short_title"])
     assert any(t.startswith("Moshi") for t in shown["points"]["short_title"])
 
@@ -524,6 +524,19 @@ def test_two_thousand_papers_get_sub_themes_and_trends_split_by_venue(ragqa, tmp
     points = np.column_stack([shown["points"]["x"], shown["points"]["y"]])
     split = theme == subthemes[0]["theme"]
     assert map_purity(points[split], sub[split]) >= 0.8
+    # A picture names the themes and, smaller, some of each theme's sub-themes (issue 48: not
+    # broad themes only); never a sub-theme named as its theme.
+    from ragqa.faces.pictures import SUBTHEME_LABELS, map_picture
+
+    drawn = map_picture(shown, tmp_path / "both.png")
+    assert len(drawn.themes) >= len(shown["themes"]) - 1
+    theme_of = {inner["name"]: inner["theme"] for inner in subthemes}
+    names_of = {t["theme"]: t["name"] for t in shown["themes"]}
+    assert len(drawn.subthemes) >= len(shown["themes"])
+    for name in drawn.subthemes:
+        assert name in theme_of and name != names_of[theme_of[name]]
+    per_theme = Counter(theme_of[name] for name in drawn.subthemes)
+    assert max(per_theme.values()) <= SUBTHEME_LABELS
     # The page names the themes at full view and a theme's sub-themes once zoomed into it.
     browser.get(page.as_uri())
     _wait(browser, lambda d: d.execute_script("return !!window.paperMap"))

@@ -265,16 +265,16 @@ def blind_run(args) -> dict:  # noqa: ANN001
 
     shipped = shipped_rule()
     retrievers, runs = {}, []
-    second = [name for name in lists.BLIND2_SLICES
-              if (lists.HERE / f"{name}.qrels.tsv").is_file()]
-    for name in [*lists.BLIND_SLICES, *second]:
+    later = [name for slices in lists.LATER_BLIND.values() for name in slices
+             if (lists.HERE / f"{name}.qrels.tsv").is_file()]
+    for name in [*lists.BLIND_SLICES, *later]:
         retrievers[name] = lists.retriever_for(args.home, name,
                                                lists.sources_of(args.home, args.data, name))
         runs += [(q, retrievers[name].search(q.text, k=2 * LIMIT, cut=False).hits)
                  for q in lists.load_questions(name) if q.grades]
     judge = ScriptedJudge([q for q, _ in runs], args.profile)
     report: dict = {"profile": args.profile, "shipped_rule": shipped}
-    for half in ("calibrate", "report", "blind2"):
+    for half in ("calibrate", "report", *lists.LATER_BLIND):
         mine = [r for r in runs if _part(r[0]) == half]
         if not mine:
             continue
@@ -292,13 +292,13 @@ def blind_run(args) -> dict:  # noqa: ANN001
 
 
 def _part(q) -> str:  # noqa: ANN001
-    """The blind set's half of a question, or "blind2" for the second blind set."""
-    return "blind2" if q.slice in lists.BLIND2_SLICES else lists.blind_half(q.qid)
+    """The blind set's half of a question, or the later blind set's name ("blind2", …)."""
+    return lists.later_blind_part(q.slice) or lists.blind_half(q.qid)
 
 
 def _blind_text(report: dict) -> str:
     lines = [f"judge: {report['profile']}  rule: {report['shipped_rule']}"]
-    for half in (h for h in ("calibrate", "report", "blind2") if h in report):
+    for half in (h for h in ("calibrate", "report", *lists.LATER_BLIND) if h in report):
         lines.append(f"{half} half ({report[half]['questions']} questions)")
         for label in ("screened", "offline", "offline_core"):
             s = report[half][label]

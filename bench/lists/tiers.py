@@ -16,7 +16,10 @@ the tail the rest down to `threshold`.
 - report: the blind set's "report" half (naacl2021, ijcai2021: questions by a helper that never
   saw ragqa, judged by four others, split by id before any was looked at), never tuned on.
 - blind2: the second blind set (www2025, iclr2018; BLIND_LISTS2.md), written and judged after
-  the floors were last calibrated: reported whole (when its qrels are there).
+  the floors were last calibrated: reported whole (when its qrels are there). Its misses were
+  read in sessions 27 and 28, so it is a development set since.
+- blind3: the third (coling2022, ijcai2022; BLIND_LISTS3.md), written and judged after session
+  28's exclusions: reported whole and its "report" half (eval.blind_half) apart.
 
     python bench/lists/tiers.py --home DIR [--json]
 
@@ -142,17 +145,23 @@ def main() -> int:
     os.environ.setdefault("RAGQA_ENV_FILE", "/nonexistent")
     from ragqa.retrieval.fitted import LIST_MODEL
 
-    runs: dict[str, list] = {"dev": [], "calibrate": [], "report": [], "blind2": []}
+    runs: dict[str, list] = {"dev": [], "calibrate": [], "report": [], "blind2": [],
+                             "blind3": [], "blind3 report half": []}
     product: dict[str, list] = {part: [] for part in runs}
-    second = [name for name in lists.BLIND2_SLICES if (HERE / f"{name}.qrels.tsv").is_file()]
-    for name in [*lists.SLICES, *lists.BLIND_SLICES, *second]:
+    later = [name for slices in lists.LATER_BLIND.values() for name in slices
+             if (HERE / f"{name}.qrels.tsv").is_file()]
+    for name in [*lists.SLICES, *lists.BLIND_SLICES, *later]:
         retriever = lists.retriever_for(args.home, name,
                                         lists.sources_of(args.home, args.data, name))
         for q in (q for q in lists.load_questions(name) if q.grades):
-            part = "dev" if name in lists.SLICES else "blind2" if name in second \
-                else lists.blind_half(q.qid)
-            runs[part].append((q, decided(retriever, q)))
-            product[part].append((q, *as_listed(retriever, q)))
+            part = "dev" if name in lists.SLICES else lists.later_blind_part(name) \
+                or lists.blind_half(q.qid)
+            parts = [part, *(["blind3 report half"] if part == "blind3"
+                             and lists.blind_half(q.qid) == "report" else [])]
+            run, listed = decided(retriever, q), as_listed(retriever, q)
+            for each in parts:
+                runs[each].append((q, run))
+                product[each].append((q, *listed))
     core, tail = calibrate(runs["dev"] + runs["calibrate"])
     shipped = (LIST_MODEL.core_floor, LIST_MODEL.threshold)
     single = (LIST_MODEL.core_floor, LIST_MODEL.core_floor)  # one tier at the core's floor

@@ -26,7 +26,12 @@ from ragqa.answering.artifacts import asked_artifact, asked_many, covers_many, r
 from ragqa.answering.facts import abbreviations
 from ragqa.index import lexical
 from ragqa.resources import DATA_DIR
-from ragqa.retrieval.question import ANNOUNCES, ORDINAL_WORDS, is_list_question
+from ragqa.retrieval.question import (
+    ANNOUNCES,
+    ORDINAL_WORDS,
+    is_list_question,
+    without_excluded,
+)
 from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
@@ -365,10 +370,12 @@ def _property_words(text: str, index: LexicalIndex | None, drop: re.Pattern | No
     return words
 
 
-# "… rather than scores", "… instead of extracting them": what the turn does not ask for,
-# which a reader of the whole turn would find as readily as what it asks for.
-_CONTRASTED = re.compile(r"[,;]?\s+(?:rather than|instead of|as opposed to|not just|but not)\b.*$",
-                         re.IGNORECASE | re.DOTALL)
+# "… rather than scores", "… instead of extracting them", "… not just weights": what the turn
+# does not ask for, which a reader of the whole turn would find as readily as what it asks
+# for. Exclusions are question.without_excluded's (one detector with the list questions');
+# "not just X" is none there (a list "on speech, not just ASR" wants ASR too), but a selection
+# "releasing code, not just weights" asks for the other property.
+_NOT_JUST = re.compile(r"[,;]?\s+not just\b.*$", re.IGNORECASE | re.DOTALL)
 # The reader (a cross-encoder scoring each paper's title and sentences against the turn)
 # overrides the words when one paper reads as holding the property by READER_MARGIN logits more
 # than every paper the words chose; then the papers within READER_NEAR of it are kept. Chosen
@@ -429,7 +436,7 @@ def selected(question: str, papers: Sequence[tuple[str, str]], index: LexicalInd
     picks = [i for i, share in enumerate(held) if best > 0 and share >= best - 1e-9]
     if read is None or not papers:
         return Selection(picks)
-    asked = spelled_out(_CONTRASTED.sub("", without_references(question)))
+    asked = spelled_out(_NOT_JUST.sub("", without_excluded(without_references(question))[0]))
     scores = np.array([float(np.max(read(asked, [title, *split_sentences(text)])))
                        for title, text in papers])
     top = int(np.argmax(scores))

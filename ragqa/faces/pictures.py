@@ -72,20 +72,28 @@ def _point_size(n: int) -> float:
 
 
 def _labels(axes, figure, labels: Sequence[tuple[str, Sequence[tuple[float, float]]]],
-            dots: np.ndarray | None = None) -> list[str]:
+            dots: np.ndarray | None = None,
+            sublabels: Sequence[tuple[str, Sequence[tuple[float, float]]]] = ()
+            ) -> tuple[list[str], list[str]]:
     """Theme labels, largest theme first, each inside its own region: at the first of its
     places (its points, most central first) where it overlaps no label already placed, on one
     line or two, at 12 pt or else 10; a label with no free place in its region is left out.
     With `dots` (a small map's points), a label covers none of them: it goes just above or
-    below its place instead. The names labelled."""
+    below its place instead. Then the sub-themes' (a map of 2,000 papers or more), the same
+    way inside their own regions, smaller, where the themes' leave room. The names labelled:
+    themes, sub-themes."""
     renderer = figure.canvas.get_renderer()
     inside = axes.get_window_extent(renderer)
     placed: list = []
     if dots is not None:
         placed += _dot_boxes(axes, dots)
     shifts = ((0, 0),) if dots is None else ((0, 12), (0, -12), (0, 24), (0, -24))
-    return [name for name, places in labels
-            if _place_label(axes, renderer, inside, placed, name, places, shifts)]
+    themes = [name for name, places in labels
+              if _place_label(axes, renderer, inside, placed, name, places, shifts)]
+    subthemes = [name for name, places in sublabels
+                 if _place_label(axes, renderer, inside, placed, name, places,
+                                 style=SUBTHEME_STYLE)]
+    return themes, subthemes
 
 
 def _dot_boxes(axes, dots: np.ndarray) -> list:
@@ -94,19 +102,26 @@ def _dot_boxes(axes, dots: np.ndarray) -> list:
     return [Bbox.from_bounds(x - 4, y - 4, 8, 8) for x, y in axes.transData.transform(dots)]
 
 
+# A theme's label, then a sub-theme's: smaller, lighter, on a fainter ground, as datamapplot
+# draws its levels, so that the broad themes read first.
+THEME_STYLE = {"sizes": (12, 10), "weight": "bold", "color": "#222", "ground": 0.85}
+SUBTHEME_STYLE = {"sizes": (8, 7), "weight": "normal", "color": "#333", "ground": 0.7}
+
+
 def _place_label(axes, renderer, inside, placed: list, name: str,
                  places: Sequence[tuple[float, float]],
-                 shifts: Sequence[tuple[int, int]] = ((0, 0),)) -> bool:
-    for size in (12, 10):
+                 shifts: Sequence[tuple[int, int]] = ((0, 0),),
+                 style: dict = THEME_STYLE) -> bool:
+    for size in style["sizes"]:
         for text in (_plain(name), _wrapped(_plain(name), 22)):
             for x, y in places:
                 for shift in shifts:
                     label = axes.annotate(text, (x, y), xytext=shift,
                                           textcoords="offset points", ha="center",
-                                          va="center", fontsize=size, weight="bold",
-                                          color="#222", linespacing=1.0,
+                                          va="center", fontsize=size, weight=style["weight"],
+                                          color=style["color"], linespacing=1.0,
                                           bbox={"boxstyle": "round,pad=0.2", "fc": "white",
-                                                "ec": "none", "alpha": 0.85})
+                                                "ec": "none", "alpha": style["ground"]})
                     box = label.get_window_extent(renderer).expanded(1.02, 1.05)
                     if not any(box.overlaps(other) for other in placed) and \
                             inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
@@ -131,6 +146,7 @@ def _places(x: np.ndarray, y: np.ndarray, first: tuple[float, float] | None = No
 class Drawn(NamedTuple):
     themes: list[str]  # the names of the themes labelled on it
     papers: int  # the papers labelled by their short titles (small maps)
+    subthemes: list[str] = []  # the names of the sub-themes labelled (maps of 2,000 or more)
 
 
 def map_picture(result: dict, path: Path, focus: dict | None = None) -> Drawn:
@@ -153,6 +169,7 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> Drawn:
         axes.scatter(x, y, s=size, c=colours, alpha=0.8, linewidths=0)
         labels = [(t["name"], _places(x[themes == t["theme"]], y[themes == t["theme"]],
                                       (t["x"], t["y"]))) for t in result["themes"]]
+        sublabels = _sublabels(result, x, y)
         marked = [index[p] for p in (result.get("highlight") or {}).get("paper_ids", [])
                   if p in index]
         if marked:
@@ -178,7 +195,7 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> Drawn:
         mine = [(index[p], focus["theme_of"][p]) for p in focus["paper_ids"] if p in index]
         rows = np.array([i for i, _ in mine], dtype=int)
         kinds = np.array([t for _, t in mine], dtype=int)
-        labels = []
+        labels, sublabels = [], []
         for t, name in enumerate(focus["themes"]):
             members = rows[kinds == t]
             if not len(members):
@@ -200,11 +217,36 @@ def map_picture(result: dict, path: Path, focus: dict | None = None) -> Drawn:
     _frame(axes, x, y, in_view)
     figure.suptitle(_plain(title), fontsize=14)
     small = n <= TITLES_UP_TO and focus is None
-    labelled = _labels(axes, figure, labels, np.column_stack([x, y]) if small else None)
+    labelled, sublabelled = _labels(axes, figure, labels,
+                                    np.column_stack([x, y]) if small else None, sublabels)
     titled = _paper_labels(axes, figure, x, y, points.get("short_title") or points["title"]) \
         if small else 0
     _save(plt, figure, path)
-    return Drawn(labelled, titled)
+    return Drawn(labelled, titled, sublabelled)
+
+
+# Sub-themes labelled per theme in a picture, at most: its largest. A picture is read whole;
+# the page, zoomed into a theme, names every one of them.
+SUBTHEME_LABELS = 4
+
+
+def _sublabels(result: dict, x: np.ndarray, y: np.ndarray
+               ) -> list[tuple[str, list[tuple[float, float]]]]:
+    """The sub-themes' names with their places (their own points, most central first): the
+    SUBTHEME_LABELS largest of each theme, largest first; none named as its theme is."""
+    subs = np.asarray(result["points"].get("subtheme") or [-1] * len(x), dtype=int)
+    theme_names = {t["theme"]: t["name"].casefold() for t in result["themes"]}
+    ordered = sorted(result.get("subthemes") or [], key=lambda s: -s["papers"])
+    shown: dict[int, int] = {}
+    out = []
+    for sub in ordered:
+        if sub["name"].casefold() == theme_names.get(sub["theme"]) or \
+                shown.get(sub["theme"], 0) >= SUBTHEME_LABELS:
+            continue
+        shown[sub["theme"]] = shown.get(sub["theme"], 0) + 1
+        mine = subs == sub["subtheme"]
+        out.append((sub["name"], _places(x[mine], y[mine], (sub["x"], sub["y"]))))
+    return out
 
 
 def _paper_labels(axes, figure, x: np.ndarray, y: np.ndarray, titles: Sequence[str]) -> int:

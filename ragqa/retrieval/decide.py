@@ -104,6 +104,33 @@ def decide_list(index: LexicalIndex, query: str, hits: list[Hit], model: Relevan
     return [*stated, *(h for h in kept if h.tier != "core")]
 
 
+def fold_excluded(hits: list[Hit], excluded: Sequence[bool], two_tiers: bool = True
+                  ) -> list[Hit]:
+    """A list less what its question says it does not want (question.without_excluded): each
+    core paper nearer an excluded part than the asked topic (`excluded`, read by the
+    retriever) goes to the folded tail, or out of a list of one tier. The best paper left is
+    core, as in RelevanceModel.keep; a list whose every core paper went is a doubted one.
+
+    Nothing is fitted: "nearer" is the plain comparison of two cosines. With the exclusions
+    already out of the query, on the judged list sets' 11 questions with one (bench/lists:
+    acl2022, iclr2018, www2025) it folds 3 more core papers, and 3 on the third blind set's 9:
+    all 6 judged not relevant (docs/benchmarks.md, "What a question excludes")."""
+    if not two_tiers:
+        return [h for h, out in zip(hits, excluded, strict=True) if not out]
+    for hit, out in zip(hits, excluded, strict=True):
+        if out and hit.tier == "core":
+            hit.tier = "tail"
+    core = [h for h in hits if h.tier == "core"]
+    if not core:
+        kept = [h for h, out in zip(hits, excluded, strict=True) if not out and not h.doubted]
+        if kept and any(out for out in excluded):
+            kept[0].tier = "core"
+        elif not kept:
+            for hit in hits:
+                hit.doubted = True
+    return [*(h for h in hits if h.tier == "core"), *(h for h in hits if h.tier != "core")]
+
+
 def names_unknown_subject(index: LexicalIndex, query: str,
                           words: int = NEAR_MISS_TOPIC_WORDS) -> bool:
     """Whether a "which papers" question names a subject that no paper of the collection

@@ -123,15 +123,64 @@ MAX_SPLIT_WORDS = 6
 MAX_SUBQUERIES = 6
 
 
+# What a question says it does not want (issue 45: a word of two senses read in the sense the
+# rest of the question gives): "… — not teacher-student knowledge distillation", "… rather than
+# defending against them", "I don't mean information diffusion …", and, before its cue, "Visual
+# question answering is not what I'm after", "… channel codes don't count". A "not" counts only
+# where a clause starts ("phrases that do not appear in it" asks for them), and not as "not
+# only", "not just" …; the clause runs to the end of its sentence, a closing dash or bracket.
+_NOT_AN_EXCLUSION = (r"(?!\s+(?:only|just|merely|necessarily|limited|least|always|all|too|so|as|"
+                     r"yet|sure|even)\b)")
+_WANT = (r"(?:mean|meant|want|need|after|looking\s+for|interested\s+in|care\s+about)\b")
+_EXCLUDED_AFTER = re.compile(
+    r"(?:\s*(?:[—–;:(,]|\s-\s|--)\s*(?:but\s+|and\s+)?|(?:^|(?<=[.?!]))\s*(?:but\s+)?)"
+    r"(?:not|never)\b" + _NOT_AN_EXCLUSION + r"\s*"
+    r"|\s+but\s+not\b" + _NOT_AN_EXCLUSION + r"\s*"
+    r"|\s*,?\s*\b(?:rather than|instead of|as opposed to|excluding|other than)\s+"
+    r"|(?:^|(?<=[.?!,;—–]))\s*(?:but\s+)?(?:i|we)\s+(?:do not|don't|dont)\s+" + _WANT + r"\s*",
+    re.IGNORECASE)
+_EXCLUDED_BEFORE = re.compile(
+    r"\s+(?:(?:is|are)\s*(?:not|n't)|isn't|aren't)\s+what\s+(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+"
+    + _WANT + r"|\s+(?:do|does)\s*(?:not|n't)\s+count\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.?!](?:\s|$)|\s[—–]\s|\)")
+# Exclusions read from one question, at most.
+MAX_EXCLUSIONS = 3
+
+
+def without_excluded(question: str) -> tuple[str, list[str]]:
+    """'X — not Y.' -> ('X.', ['Y']): the question without what it says it does not want, and
+    those parts (each as written)."""
+    text, excluded = question, []
+    for _ in range(MAX_EXCLUSIONS):
+        after = _EXCLUDED_AFTER.search(text)
+        if after:
+            end = _CLAUSE_END.search(text, after.end())
+            stop = end.start() if end else len(text)
+            part, text = text[after.end():stop], text[:after.start()] + text[stop:]
+        else:
+            before = _EXCLUDED_BEFORE.search(text)
+            if not before:
+                break
+            start = max(text.rfind(mark, 0, before.start()) for mark in ".?!") + 1
+            part = text[start:before.start()]
+            text = text[:start] + text[before.end():].lstrip(" .!?")
+        if _content_words(part):
+            excluded.append(part.strip(" ,;:"))
+    return text.strip(), excluded
+
+
 @dataclass(frozen=True)
 class Understood:
     """A question taken apart. `topic` is what the dense side embeds first; `subqueries` are
-    the topic and its alternatives/examples (the topic first); `lexical` is what BM25 sees."""
+    the topic and its alternatives/examples (the topic first); `lexical` is what BM25 sees;
+    `excluded`, what the question says it does not want (each part and its "or"
+    alternatives), which none of the others holds."""
 
     question: str
     topic: str
     subqueries: tuple[str, ...]
     lexical: str
+    excluded: tuple[str, ...] = ()
 
 
 def strip_frame(question: str) -> str:
@@ -162,9 +211,11 @@ def _alternatives(text: str) -> list[str]:
 
 
 def understand(question: str) -> Understood:
-    """Frame, topic, examples. The topic is everything before an "e.g."/"such as" clause; the
-    examples and the "or" alternatives of that clause are sub-queries of their own."""
-    topic_and_examples = strip_frame(question)
+    """Frame, topic, examples, exclusions. The topic is everything before an "e.g."/"such as"
+    clause; the examples and the "or" alternatives of that clause are sub-queries of their own.
+    What the question says it does not want is in none of them (`excluded`)."""
+    asked, excluded = without_excluded(question)
+    topic_and_examples = strip_frame(asked)
     parts = _EXAMPLES.split(topic_and_examples, maxsplit=1)
     topic = _TRAILING.sub("", parts[0]).strip(" ,;(") or topic_and_examples
     examples: list[str] = []
@@ -182,9 +233,11 @@ def understand(question: str) -> Understood:
         examples = [a for a in alternatives if a.lower() != topic.lower()] + examples
     subqueries = [topic, *examples]
     if len(topic) < 3:
-        topic = question.strip()
+        topic = asked
         subqueries = [topic]
-    return Understood(question, topic, tuple(subqueries[:MAX_SUBQUERIES]), topic_and_examples)
+    excluded_parts = dict.fromkeys(p for part in excluded for p in [part, *_alternatives(part)])
+    return Understood(question, topic, tuple(subqueries[:MAX_SUBQUERIES]), topic_and_examples,
+                      tuple(excluded_parts))
 
 
 # ---------------------------------------------------------------- the kind of question

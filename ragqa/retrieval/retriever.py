@@ -31,9 +31,9 @@ from ragqa.retrieval.candidates import (
     min_max,
     nearest_papers,
 )
-from ragqa.retrieval.decide import decide_claim, decide_list
+from ragqa.retrieval.decide import decide_claim, decide_list, fold_excluded
 from ragqa.retrieval.fitted import FEEDBACK_BM25_WEIGHT, CutRule, RelevanceModel
-from ragqa.retrieval.question import described_paper, topic_of
+from ragqa.retrieval.question import Understood, described_paper, topic_of, understand
 from ragqa.retrieval.sentences import read_papers
 from ragqa.retrieval.signals import (
     Background,
@@ -235,9 +235,28 @@ class Retriever:
 
     def decide_list(self, query: str, hits: list[Hit], model: RelevanceModel,
                     word_rules: bool = True) -> list[Hit]:
-        """The list for a "which papers" question from its candidates (decide.decide_list)."""
+        """The list for a "which papers" question from its candidates (decide.decide_list),
+        less the papers nearer what the question says it does not want (decide.fold_excluded)."""
         assert self.lexical is not None
-        return decide_list(self.lexical, query, hits, model, word_rules)
+        listed = decide_list(self.lexical, query, hits, model, word_rules)
+        understood = understand(query)
+        if not word_rules or not understood.excluded or not listed:
+            return listed
+        return fold_excluded(listed, self._nearer_excluded(understood, listed),
+                             two_tiers=model.core is not None)
+
+    def _nearer_excluded(self, understood: Understood, hits: list[Hit]) -> list[bool]:
+        """Per hit: is its paper nearer (cosine, the collection's own vectors) one of the
+        question's excluded parts than every part it asks for?"""
+        asked = self._unit(self.store.encoder.embed_queries(list(understood.subqueries)))
+        excluded = self._unit(self.store.encoder.embed_queries(list(understood.excluded)))
+        papers = self._unit(self.paper_vectors([h.index for h in hits]))
+        return list((papers @ excluded.T).max(axis=1) > (papers @ asked.T).max(axis=1))
+
+    @staticmethod
+    def _unit(vectors: np.ndarray) -> np.ndarray:
+        vectors = np.asarray(vectors, dtype=np.float64)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
     def paper_vectors(self, rows: Sequence[int]) -> np.ndarray:
         """The chunk-0 vector of each paper (by snapshot row), read from Chroma once."""
