@@ -3,7 +3,8 @@ a topic? Writes ragqa/data/list_question_model.json with its provenance.
 
 Labelled questions (1: asks for papers; 0: does not), none from the held-out ICML 2019 / COLM
 2025 slices:
-- chats, rounds 1-11 (bench/reading/chats_blind*.jsonl): a conversation's first turn and every
+- chats, rounds 1-11 and 13 (bench/reading/chats_blind*.jsonl; round 13 by its calibrate half
+  only, its report half being issue 46's held-out chat figure): a conversation's first turn and every
   switch of topic 1; a question about one paper ("about"), a place in the last answer
   ("position") and a selection among the papers shown ("which of them use RL?") 0: a turn
   about papers already shown asks for no new list. Round 12 is not fitted on, so that the
@@ -59,7 +60,8 @@ sys.path.insert(0, str(ROOT / "bench" / "lists"))
 
 import eval as lists  # noqa: E402  (bench/lists/eval.py)
 
-HELD_OUT = ("blind-report", "wordings-report", "fresh-report", "round12-report")
+HELD_OUT = ("blind-report", "wordings-report", "fresh-report", "round12-report",
+            "round13-report", "facts4-report")
 
 OUT = ROOT / "ragqa" / "data" / "list_question_model.json"
 MIN_SOURCES = 2  # a feature must occur in this many sources (a topic's words stay out)
@@ -86,9 +88,10 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
         for chat in _records(path):
             for i, turn in enumerate(chat["turns"]):
                 label = int(i == 0 or turn["kind"] == "switch")
-                rows.append((_round_source(source), turn["say"], label))
+                rows.append((_round_source(source, chat["id"]), turn["say"], label))
     for path in sorted(glob.glob(str(ROOT / "bench/reading/near_misses_blind*.jsonl"))):
-        rows += [(_round_source(Path(path).stem), r["question"], 1) for r in _records(path)]
+        rows += [(_round_source(Path(path).stem, r["id"]), r["question"], 1)
+                 for r in _records(path)]
     for path in sorted(glob.glob(str(ROOT / "bench/lists/*.questions.jsonl"))):
         name = Path(path).name.split(".")[0]
         for r in _records(path):
@@ -97,8 +100,10 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
             rows.append((f"lists:{name}" if half == "calibrate" else "blind-report",
                          r["question"], 1))
     for path in sorted(glob.glob(str(ROOT / "bench/reading/facts*.jsonl"))):
-        rows += [(Path(path).stem, r["question"], 0)
-                 for r in _records(path)]
+        # fact round 4's report half is issue 46's held-out fact figure: never fitted on
+        rows += [("facts4-report" if Path(path).stem.startswith("facts4")
+                  and lists.blind_half(r["id"]) == "report" else Path(path).stem,
+                  r["question"], 0) for r in _records(path)]
     for name in ("list_seeking", "not_list"):
         for r in _records(HERE / "wordings" / f"{name}.jsonl"):
             half = lists.blind_half(r["id"])  # the same hash split
@@ -119,9 +124,14 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
     return _unseen_reports(rows + typed_with_a_stop(rows))
 
 
-def _round_source(stem: str) -> str:
-    """chats_blind12 / near_misses_blind12: the round kept out of the fit."""
-    return "round12-report" if stem.endswith("blind12") else stem
+def _round_source(stem: str, item_id: str = "") -> str:
+    """chats_blind12 / near_misses_blind12: the round kept out of the fit; round 13's report
+    half (eval.blind_half of the item's id, issue 46's held-out chats and near misses) too."""
+    if stem.endswith("blind12"):
+        return "round12-report"
+    if stem.endswith("blind13") and lists.blind_half(item_id) == "report":
+        return "round13-report"
+    return stem
 
 
 def _unmarked(row: tuple[str, str, int]) -> list[tuple[str, str, int]]:
@@ -287,8 +297,9 @@ def main() -> int:
         "kinds.WordingModel reads the record otherwise than the fit: check the features"
     record = {**model, "provenance": {
         "script": "bench/understanding/fit_list_question.py",
-        "data": "chats and near misses rounds 1-11, list sets (blind set: calibrate half), "
-                "fact questions, SciFact claims, wordings (calibrate half)",
+        "data": "chats and near misses rounds 1-11 and round 13's calibrate half, list sets "
+                "(blind set: calibrate half; second blind set; never the third), fact questions "
+                "(fact round 4: calibrate half), SciFact claims, wordings (calibrate half)",
         "held_out": list(HELD_OUT),
         "labelled": {"questions": int(fitted.sum()),
                      "asks_for_papers": int(design.y[fitted].sum())},
