@@ -352,6 +352,14 @@ def test_a_doubted_topic_answers_none_and_folds_what_it_found(seeded):
     ("classifiers constrained so they do not disadvantage protected groups",
      "classifiers constrained so they do not disadvantage protected groups", ()),
     ("speech models, not only for ASR", "speech models, not only for ASR", ()),
+    # a bracket holds its exclusion; "e.g." and "et al." end no sentence
+    ("reading comprehension models (not VQA) for medicine?",
+     "reading comprehension models for medicine", ("VQA",)),
+    ("Which papers do question answering? Not dialogue (e.g. chit-chat) as in Li et al. here.",
+     "question answering", ("dialogue (e.g. chit-chat) as in Li et al. here",)),
+    # nothing of its own left: no exclusion read
+    ("Never mind, papers on graph pruning?", "Never mind, papers on graph pruning", ()),
+    ("Not transformers.", "Not transformers", ()),
 ])
 def test_what_a_question_does_not_want_is_apart_from_its_topic(question, topic, excluded):
     from ragqa.retrieval.question import understand

@@ -4,8 +4,8 @@ a topic? Writes ragqa/data/list_question_model.json with its provenance.
 Labelled questions (1: asks for papers; 0: does not), none from the held-out ICML 2019 / COLM
 2025 slices:
 - chats, rounds 1-11 and 13 (bench/reading/chats_blind*.jsonl; round 13 by its calibrate half
-  only, its report half being issue 46's held-out chat figure): a conversation's first turn and every
-  switch of topic 1; a question about one paper ("about"), a place in the last answer
+  only, its report half being issue 46's held-out chat figure): a conversation's first turn
+  and every switch of topic 1; a question about one paper ("about"), a place in the last answer
   ("position") and a selection among the papers shown ("which of them use RL?") 0: a turn
   about papers already shown asks for no new list. Round 12 is not fitted on, so that the
   chats' figures on it (bench/reading/blind.py --round 12) are out of sample for this model.

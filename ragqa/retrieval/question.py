@@ -130,7 +130,7 @@ MAX_SUBQUERIES = 6
 # where a clause starts ("phrases that do not appear in it" asks for them), and not as "not
 # only", "not just" …; the clause runs to the end of its sentence, a closing dash or bracket.
 _NOT_AN_EXCLUSION = (r"(?!\s+(?:only|just|merely|necessarily|limited|least|always|all|too|so|as|"
-                     r"yet|sure|even)\b)")
+                     r"yet|sure|even|mind|really)\b)")
 _WANT = (r"(?:mean|meant|want|need|after|looking\s+for|interested\s+in|care\s+about)\b")
 _EXCLUDED_AFTER = re.compile(
     r"(?:\s*(?:[—–;:(,]|\s-\s|--)\s*(?:but\s+|and\s+)?|(?:^|(?<=[.?!]))\s*(?:but\s+)?)"
@@ -142,21 +142,32 @@ _EXCLUDED_AFTER = re.compile(
 _EXCLUDED_BEFORE = re.compile(
     r"\s+(?:(?:is|are)\s*(?:not|n't)|isn't|aren't)\s+what\s+(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+"
     + _WANT + r"|\s+(?:do|does)\s*(?:not|n't)\s+count\b", re.IGNORECASE)
-_CLAUSE_END = re.compile(r"[.?!](?:\s|$)|\s[—–]\s|\)")
+_SENTENCE_END = r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bal)(?<!\bvs)(?<!\bcf)[.?!](?:\s|$)"
+_CLAUSE_END = re.compile(_SENTENCE_END + r"|\s[—–]\s")
+_BRACKET_END = re.compile(_SENTENCE_END + r"|\)")
 # Exclusions read from one question, at most.
 MAX_EXCLUSIONS = 3
 
 
 def without_excluded(question: str) -> tuple[str, list[str]]:
     """'X — not Y.' -> ('X.', ['Y']): the question without what it says it does not want, and
-    those parts (each as written)."""
+    those parts (each as written). An exclusion inside brackets ends at the closing one; a
+    question that would be left with no word of its own keeps them all ("Never that one.")."""
     text, excluded = question, []
     for _ in range(MAX_EXCLUSIONS):
         after = _EXCLUDED_AFTER.search(text)
         if after:
-            end = _CLAUSE_END.search(text, after.end())
+            before_it = text[:after.start()] + after.group(0)
+            bracketed = before_it.count("(") > before_it.count(")")
+            end = (_BRACKET_END if bracketed else _CLAUSE_END).search(text, after.end())
             stop = end.start() if end else len(text)
-            part, text = text[after.end():stop], text[:after.start()] + text[stop:]
+            whole = not text[:after.start()].strip() or text[:after.start()].rstrip()[-1] in ".?!"
+            if end and (end.group(0) == ")" and "(" in after.group(0) or whole):
+                stop = end.end()  # "(not VQA)" and "… X. Not Y. …" go whole
+            rest = text[stop:].lstrip()
+            part = text[after.end():stop]
+            text = (text[:after.start()] + ("" if rest[:1] in ("", *".,;:?!)") else " ")
+                    + rest).strip()
         else:
             before = _EXCLUDED_BEFORE.search(text)
             if not before:
@@ -164,8 +175,13 @@ def without_excluded(question: str) -> tuple[str, list[str]]:
             start = max(text.rfind(mark, 0, before.start()) for mark in ".?!") + 1
             part = text[start:before.start()]
             text = text[:start] + text[before.end():].lstrip(" .!?")
+        part = part.strip(" ,;:.?!")
+        if part.count(")") > part.count("("):
+            part = part.rstrip(")")
         if _content_words(part):
-            excluded.append(part.strip(" ,;:"))
+            excluded.append(part)
+    if not _content_words(text):
+        return question.strip(), []
     return text.strip(), excluded
 
 
