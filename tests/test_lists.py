@@ -357,6 +357,21 @@ def test_a_doubted_topic_answers_none_and_folds_what_it_found(seeded):
      "reading comprehension models for medicine", ("VQA",)),
     ("Which papers do question answering? Not dialogue (e.g. chit-chat) as in Li et al. here.",
      "question answering", ("dialogue (e.g. chit-chat) as in Li et al. here",)),
+    # an exclusion ends where the question turns back to what it asks, or at a closing dash
+    ("Which papers study model compression - not pruning, but distillation or quantization?",
+     "model compression, distillation or quantization", ("pruning",)),
+    ("Which papers — not surveys — study diffusion models for audio?",
+     "diffusion models for audio", ("surveys",)),
+    # no exclusion: an adverb, a verb, a first sentence, a request's politeness
+    ("Which papers find that, not surprisingly, larger models memorize more?",
+     "not surprisingly, larger models memorize more", ()),
+    ("Which papers explain why language models don't count letters correctly?",
+     "explain why language models don't count letters correctly", ()),
+    ("Which papers propose methods for excluding outliers from training data?",
+     "for excluding outliers from training data", ()),
+    ("Which papers use languages other than English?", "use languages other than English", ()),
+    ("I don't mean to be picky, but which papers study speech synthesis?",
+     "I don't mean to be picky, but which papers study speech synthesis", ()),
     # nothing of its own left: no exclusion read
     ("Never mind, papers on graph pruning?", "Never mind, papers on graph pruning", ()),
     ("Not transformers.", "Not transformers", ()),
@@ -385,3 +400,35 @@ def test_papers_of_the_sense_a_question_excludes_leave_its_answer(seeded, tmp_pa
     core = {r["paper_id"] for r in listed if r["tier"] == "core"}
     assert core and not core & mixing
     assert {"code-1", "code-2", "code-3"} & core
+    # nor are they in a summary of it (the one-tier list: trends and a map's highlight too)
+    summary = json.loads(seeded("summarize", "mix code and text, not code-mixing of two "
+                                "human languages", "--json").stdout)
+    assert summary["references"] and not {r["paper_id"] for r in summary["references"]} & mixing
+
+
+def _hits(tiers: list[tuple[float, str]]):
+    from ragqa.retrieval.types import Hit
+
+    return [Hit(i, 0.0, 0.0, 0.0, probability=p, tier=tier) for i, (p, tier) in enumerate(tiers)]
+
+
+def test_a_folded_list_keeps_its_core_first_and_a_doubt_when_its_core_went():
+    """decide.fold_excluded on the hits the retriever read (issue 45): a folded core paper goes
+    to the tail, marked excluded (no one-tier list takes it); the core stays first. When every
+    core paper went, the best left is the answer only from the core's floor."""
+    from ragqa.retrieval.decide import fold_excluded
+    from ragqa.retrieval.fitted import whole_list
+
+    hits = fold_excluded(_hits([(0.999, "core"), (0.998, "core"), (0.9, "tail")]),
+                         [True, False, False], core_floor=0.995)
+    assert [(h.index, h.tier, h.excluded) for h in hits] == [
+        (1, "core", False), (0, "tail", True), (2, "tail", False)]
+    assert [h.index for h in whole_list(hits)] == [1]
+    promoted = fold_excluded(_hits([(0.999, "core"), (0.996, "tail")]), [True, False], 0.995)
+    assert [(h.index, h.tier, h.doubted) for h in promoted] == [(1, "core", False),
+                                                             (0, "tail", False)]
+    doubted = fold_excluded(_hits([(0.999, "core"), (0.6, "tail")]), [True, False], 0.995)
+    assert all(h.tier == "tail" and h.doubted for h in doubted)
+    assert whole_list(doubted) == []
+    one_tier = fold_excluded(_hits([(0.9, "core"), (0.8, "core")]), [False, True], None)
+    assert [h.index for h in one_tier] == [0]

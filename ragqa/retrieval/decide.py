@@ -16,7 +16,7 @@ from dataclasses import replace
 from ragqa.index import lexical
 from ragqa.index.lexical import LexicalIndex
 from ragqa.retrieval.fitted import CutRule, RelevanceModel
-from ragqa.retrieval.question import understand, without_chat_lead
+from ragqa.retrieval.question import understand, without_chat_lead, without_excluded
 from ragqa.retrieval.signals import mark_named
 from ragqa.retrieval.types import Hit
 
@@ -104,28 +104,30 @@ def decide_list(index: LexicalIndex, query: str, hits: list[Hit], model: Relevan
     return [*stated, *(h for h in kept if h.tier != "core")]
 
 
-def fold_excluded(hits: list[Hit], excluded: Sequence[bool], two_tiers: bool = True
+def fold_excluded(hits: list[Hit], excluded: Sequence[bool], core_floor: float | None
                   ) -> list[Hit]:
     """A list less what its question says it does not want (question.without_excluded): each
     core paper nearer an excluded part than the asked topic (`excluded`, read by the
-    retriever) goes to the folded tail, or out of a list of one tier. The best paper left is
-    core, as in RelevanceModel.keep; a list whose every core paper went is a doubted one.
+    retriever) goes to the folded tail, marked `excluded` (so in no one-tier list: summaries,
+    trends, a map's highlight), or out of a list of one tier (`core_floor` None). When every
+    core paper went, the best paper left is core only from the core's floor (the gate passed on
+    the folded papers' strength); else the list is a doubted one.
 
     Nothing is fitted: "nearer" is the plain comparison of two cosines. With the exclusions
     already out of the query, on the judged list sets' 11 questions with one (bench/lists:
     acl2022, iclr2018, www2025) it folds 3 more core papers, and 3 on the third blind set's 9:
     all 6 judged not relevant (docs/benchmarks.md, "What a question excludes")."""
-    if not two_tiers:
+    if core_floor is None:
         return [h for h, out in zip(hits, excluded, strict=True) if not out]
+    folded = False
     for hit, out in zip(hits, excluded, strict=True):
         if out and hit.tier == "core":
-            hit.tier = "tail"
-    core = [h for h in hits if h.tier == "core"]
-    if not core:
-        kept = [h for h, out in zip(hits, excluded, strict=True) if not out and not h.doubted]
-        if kept and any(out for out in excluded):
+            hit.tier, hit.excluded, folded = "tail", True, True
+    if folded and not any(h.tier == "core" for h in hits):
+        kept = [h for h in hits if not h.excluded and not h.doubted]
+        if kept and kept[0].probability >= core_floor:
             kept[0].tier = "core"
-        elif not kept:
+        else:
             for hit in hits:
                 hit.doubted = True
     return [*(h for h in hits if h.tier == "core"), *(h for h in hits if h.tier != "core")]
@@ -280,7 +282,8 @@ def _states_short_topic(index: LexicalIndex, query: str, row: int) -> bool:
     positions: dict[str, list[int]] = {}
     for i, term in enumerate(lexical.terms(lexical.paper_document(paper))):
         positions.setdefault(term, []).append(i)
-    named = {t for group in name_tokens(without_chat_lead(query)[0]) for name in group
+    named = {t for group in name_tokens(without_excluded(without_chat_lead(query)[0])[0])
+             for name in group
              for t in lexical.terms(name)}
     for sub in understand(query).subqueries:
         groups = _term_groups(index, sub)

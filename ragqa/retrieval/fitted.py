@@ -178,9 +178,10 @@ WHOLE_LIST_FLOOR = 0.91
 def whole_list(hits: Sequence[Hit]) -> list[Hit]:
     """A list's papers in the one-tier list: its core, and its tail from WHOLE_LIST_FLOOR (a
     model of one tier: every paper it keeps). Of a topic the gate doubts, only the papers that
-    state it (decide.decide_list's core), as the one-tier list of before listed."""
-    return [hit for hit in hits if hit.tier == "core"
-            or (hit.probability >= WHOLE_LIST_FLOOR and not hit.doubted)]
+    state it (decide.decide_list's core), as the one-tier list of before listed. Never a
+    paper nearer what the question excludes (decide.fold_excluded)."""
+    return [hit for hit in hits if not hit.excluded and (
+        hit.tier == "core" or (hit.probability >= WHOLE_LIST_FLOOR and not hit.doubted))]
 
 
 # The list decision for a question in another language, searched with the multilingual

@@ -125,64 +125,95 @@ MAX_SUBQUERIES = 6
 
 # What a question says it does not want (issue 45: a word of two senses read in the sense the
 # rest of the question gives): "… — not teacher-student knowledge distillation", "… rather than
-# defending against them", "I don't mean information diffusion …", and, before its cue, "Visual
-# question answering is not what I'm after", "… channel codes don't count". A "not" counts only
-# where a clause starts ("phrases that do not appear in it" asks for them), and not as "not
-# only", "not just" …; the clause runs to the end of its sentence, a closing dash or bracket.
+# defending against them", "I don't mean information diffusion …", and, in a sentence after
+# the first, "Visual question answering is not what I'm after", "… channel codes don't count".
+# A "not" counts only where a clause starts ("phrases that do not appear in it" asks for them),
+# and not as "not only", "not just", "not surprisingly" …; "excluding", "as opposed to" and
+# "other than" only after a mark ("methods for excluding outliers", "languages other than
+# English" ask for them). English only: other languages' exclusions stay in their topic.
 _NOT_AN_EXCLUSION = (r"(?!\s+(?:only|just|merely|necessarily|limited|least|always|all|too|so|as|"
-                     r"yet|sure|even|mind|really)\b)")
-_WANT = (r"(?:mean|meant|want|need|after|looking\s+for|interested\s+in|care\s+about)\b")
+                     r"yet|sure|even|mind|really|surprisingly|unexpectedly|unlike|to|quite|"
+                     r"exactly|counting|including)\b)")
+_WANT = r"(?:mean|meant|want|need|after|looking\s+for|interested\s+in)\b"
+_MARK = r"(?:[—–;:(,]|\s-\s|\s--\s?)"
 _EXCLUDED_AFTER = re.compile(
-    r"(?:\s*(?:[—–;:(,]|\s-\s|--)\s*(?:but\s+|and\s+)?|(?:^|(?<=[.?!]))\s*(?:but\s+)?)"
+    r"(?:\s*" + _MARK + r"\s*(?:but\s+|and\s+)?|(?:^|(?<=[.?!]))\s*(?:but\s+)?)"
     r"(?:not|never)\b" + _NOT_AN_EXCLUSION + r"\s*"
     r"|\s+but\s+not\b" + _NOT_AN_EXCLUSION + r"\s*"
-    r"|\s*,?\s*\b(?:rather than|instead of|as opposed to|excluding|other than)\s+"
-    r"|(?:^|(?<=[.?!,;—–]))\s*(?:but\s+)?(?:i|we)\s+(?:do not|don't|dont)\s+" + _WANT + r"\s*",
+    r"|\s*,?\s*\b(?:rather than|instead of)\s+"
+    r"|\s*" + _MARK + r"\s*(?:as opposed to|excluding|other than)\s+"
+    r"|(?:^|(?<=[.?!,;—–]))\s*(?:but\s+)?(?:i|we)\s+(?:do not|don't|dont)\s+" + _WANT
+    + r"(?!\s+to\b)\s*",
     re.IGNORECASE)
 _EXCLUDED_BEFORE = re.compile(
     r"\s+(?:(?:is|are)\s*(?:not|n't)|isn't|aren't)\s+what\s+(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+"
     + _WANT + r"|\s+(?:do|does)\s*(?:not|n't)\s+count\b", re.IGNORECASE)
-_SENTENCE_END = r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bal)(?<!\bvs)(?<!\bcf)[.?!](?:\s|$)"
-_CLAUSE_END = re.compile(_SENTENCE_END + r"|\s[—–]\s")
-_BRACKET_END = re.compile(_SENTENCE_END + r"|\)")
+_SENTENCE_END = re.compile(
+    r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bal)(?<!\bvs)(?<!\bcf)[.?!](?:\s|$)")
+# Where an excluded part ends: its sentence's end, a dash (a closing one goes with it), a
+# semicolon; or where the question turns back to what it asks: "… not pruning, but
+# distillation", "not adversarial robustness, I mean distribution shift".
+_CLAUSE_END = re.compile(_SENTENCE_END.pattern + r"|(?P<dash>\s[—–]\s|\s-{1,2}\s)|;\s"
+                         r"|(?P<turn>,?\s+(?:but|(?:i|we)\s+mean)\b(?!\s+not\b)\s*)",
+                         re.IGNORECASE)
+_BRACKET_END = re.compile(_SENTENCE_END.pattern + r"|\)")
 # Exclusions read from one question, at most.
 MAX_EXCLUSIONS = 3
+# Words that ask but say nothing of what: a question left with only these keeps its exclusions.
+_ASKING_WORDS = frozenset({"which", "what", "who", "how", "where", "when", "why", "is", "are",
+                           "do", "does", "did", "one", "ones", "there", "anything", "any"})
 
 
 def without_excluded(question: str) -> tuple[str, list[str]]:
     """'X — not Y.' -> ('X.', ['Y']): the question without what it says it does not want, and
     those parts (each as written). An exclusion inside brackets ends at the closing one; a
-    question that would be left with no word of its own keeps them all ("Never that one.")."""
+    question that would be left with nothing of its own keeps them all ("Never that one.")."""
     text, excluded = question, []
     for _ in range(MAX_EXCLUSIONS):
         after = _EXCLUDED_AFTER.search(text)
         if after:
-            before_it = text[:after.start()] + after.group(0)
-            bracketed = before_it.count("(") > before_it.count(")")
-            end = (_BRACKET_END if bracketed else _CLAUSE_END).search(text, after.end())
-            stop = end.start() if end else len(text)
-            whole = not text[:after.start()].strip() or text[:after.start()].rstrip()[-1] in ".?!"
-            if end and (end.group(0) == ")" and "(" in after.group(0) or whole):
-                stop = end.end()  # "(not VQA)" and "… X. Not Y. …" go whole
-            rest = text[stop:].lstrip()
-            part = text[after.end():stop]
-            text = (text[:after.start()] + ("" if rest[:1] in ("", *".,;:?!)") else " ")
-                    + rest).strip()
+            part, text = _cut_after(text, after)
         else:
             before = _EXCLUDED_BEFORE.search(text)
-            if not before:
+            ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, before.start())] \
+                if before else []
+            if not ends:  # none, or in the first sentence ("… models don't count letters")
                 break
-            start = max(text.rfind(mark, 0, before.start()) for mark in ".?!") + 1
-            part = text[start:before.start()]
-            text = text[:start] + text[before.end():].lstrip(" .!?")
+            part = text[ends[-1]:before.start()]
+            text = text[:ends[-1]] + text[before.end():].lstrip(" .!?")
         part = part.strip(" ,;:.?!")
         if part.count(")") > part.count("("):
             part = part.rstrip(")")
         if _content_words(part):
             excluded.append(part)
-    if not _content_words(text):
+    if not [w for w in _content_words(text) if w not in _ASKING_WORDS]:
         return question.strip(), []
     return text.strip(), excluded
+
+
+def _cut_after(text: str, cue: re.Match) -> tuple[str, str]:
+    """The part a cue ("— not", "rather than", …) excludes, and the text without it."""
+    before_it = text[:cue.start()] + cue.group(0)
+    bracketed = before_it.count("(") > before_it.count(")")
+    end = (_BRACKET_END if bracketed else _CLAUSE_END).search(text, cue.end())
+    stop = end.start() if end else len(text)
+    join = " "
+    opened_by_dash = bool(re.match(r"\s*(?:[—–]|\s-|--)", cue.group(0)))
+    sentence_start = not text[:cue.start()].strip() or text[:cue.start()].rstrip()[-1] in ".?!"
+    if end and end.group(0) == ")" and "(" in cue.group(0):
+        stop = end.end()  # "(not VQA)" goes whole
+    elif end and end.lastgroup == "dash" and opened_by_dash:
+        stop = end.end()  # "— not surveys —" too
+    elif end and end.lastgroup == "turn":
+        stop, join = end.end(), ", "  # "not pruning, but distillation": what is asked stays
+    elif end and sentence_start and end.lastgroup is None:
+        stop = end.end()  # "… X. Not Y. …": the sentence goes with its full stop
+    rest = text[stop:].lstrip()
+    head = text[:cue.start()].rstrip()
+    if head[-1:] in (".", "?", "!"):
+        join = " "
+    joined = head + ("" if not rest or rest[0] in ".,;:?!)" else join if head else "") + rest
+    return text[cue.end():end.start() if end else len(text)], joined.strip()
 
 
 @dataclass(frozen=True)
@@ -251,7 +282,9 @@ def understand(question: str) -> Understood:
     if len(topic) < 3:
         topic = asked
         subqueries = [topic]
-    excluded_parts = dict.fromkeys(p for part in excluded for p in [part, *_alternatives(part)])
+    excluded_parts = dict.fromkeys(
+        p for part in excluded for p in [part, *(
+            _alternatives(part) if len(_content_words(part)) <= MAX_SPLIT_WORDS else ())])
     return Understood(question, topic, tuple(subqueries[:MAX_SUBQUERIES]), topic_and_examples,
                       tuple(excluded_parts))
 

@@ -243,7 +243,7 @@ class Retriever:
         if not word_rules or not understood.excluded or not listed:
             return listed
         return fold_excluded(listed, self._nearer_excluded(understood, listed),
-                             two_tiers=model.core is not None)
+                             model.core_floor if model.core is not None else None)
 
     def _nearer_excluded(self, understood: Understood, hits: list[Hit]) -> list[bool]:
         """Per hit: is its paper nearer (cosine, the collection's own vectors) one of the

@@ -30,6 +30,9 @@ class Hit:
     # The list decision's topic gate doubted the question's topic: the paper is in its list
     # only as a folded candidate (RelevanceModel.keep), never in the one-tier list.
     doubted: bool = False
+    # Nearer what the question says it does not want than what it asks (decide.fold_excluded):
+    # folded, and in no one-tier list.
+    excluded: bool = False
     paper: Paper = None  # type: ignore[assignment]  # read for the hits that are kept
 
 
