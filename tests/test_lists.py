@@ -432,3 +432,46 @@ def test_a_folded_list_keeps_its_core_first_and_a_doubt_when_its_core_went():
     assert whole_list(doubted) == []
     one_tier = fold_excluded(_hits([(0.9, "core"), (0.8, "core")]), [False, True], None)
     assert [h.index for h in one_tier] == [0]
+
+
+# Signals of three core papers of one judged question (bench/lists/core_model.py's table,
+# iclr2018 "i18-09"): its best paper, one judged relevant, one judged not.
+_BEST = {"z": 4.79, "z_best": 5.77, "z_feedback": 3.85, "coverage": 0.6, "bm25_share": 0.4,
+         "bm25_expanded": 0.47, "z_relative": -0.38, "z_feedback_relative": -0.13,
+         "bm25_expanded_relative": 0.08}
+_ALSO = {"z": 5.14, "z_best": 5.14, "z_feedback": 4.41, "coverage": 0.45, "bm25_share": 0.31,
+         "bm25_expanded": 0.43, "z_relative": -0.03, "z_feedback_relative": 0.43,
+         "bm25_expanded_relative": 0.04}
+_NEIGHBOUR = {"z": 3.73, "z_best": 3.73, "z_feedback": 3.52, "coverage": 0.27,
+              "bm25_share": 0.16, "bm25_expanded": 0.28, "z_relative": -1.43,
+              "z_feedback_relative": -0.46, "bm25_expanded_relative": -0.11}
+
+
+def test_the_cores_second_look_folds_a_neighbour_to_the_top_of_the_tail():
+    """decide.recut_core with the shipped model (issue 45): a core paper the second look
+    doubts goes to the top of the tail, still in the one-tier list (summaries and trends read
+    it by its probability); the best paper stays whatever its signals; a list model without
+    a second look keeps its core."""
+    from ragqa.retrieval.decide import recut_core
+    from ragqa.retrieval.fitted import LIST_MODEL, whole_list
+    from ragqa.retrieval.types import Hit
+
+    def hit(index, p, tier, signals):  # noqa: ANN001, ANN202
+        return Hit(index, 0.0, 0.0, 0.0, probability=p, tier=tier, signals=dict(signals))
+
+    model = LIST_MODEL.core_model
+    assert model is not None
+    listed = recut_core([hit(0, 1.0, "core", _BEST), hit(1, 0.99999, "core", _ALSO),
+                         hit(2, 0.9999, "core", _NEIGHBOUR), hit(3, 0.9, "tail", _NEIGHBOUR)],
+                        model)
+    assert [(h.index, h.tier) for h in listed] == [(0, "core"), (1, "core"), (2, "tail"),
+                                                   (3, "tail")]
+    assert [h.index for h in whole_list(listed)] == [0, 1, 2]
+    far = {**_NEIGHBOUR, "z": 3.38, "z_best": 3.38, "z_feedback": 2.65, "z_relative": -1.79,
+           "z_feedback_relative": -1.33}
+    first = [hit(0, 1.0, "core", far), hit(1, 1.0, "core", _BEST)]
+    assert model.probabilities(first)[0] < model.threshold
+    first = recut_core(first, model)
+    assert [(h.index, h.tier) for h in first] == [(0, "core"), (1, "core")]
+    alone = [hit(0, 1.0, "core", _NEIGHBOUR)]
+    assert recut_core(alone, model) == alone

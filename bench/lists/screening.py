@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -203,10 +202,8 @@ def main() -> int:
                         help="the shipped rule on the blind list set (issue 45), per half")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if not (args.data / "corpus.jsonl.gz").is_file():
-        print(f"skipped: no mlconf data at {args.data}")
+    if not lists.has_data(args):
         return 0
-    os.environ.setdefault("RAGQA_ENV_FILE", "/nonexistent")
     if args.blind:
         report = blind_run(args)
         print(json.dumps(report, indent=2) if args.json else _blind_text(report))

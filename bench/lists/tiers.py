@@ -9,7 +9,9 @@ the tail the rest down to `threshold`.
 - calibrate: the dev slices (nips2018, acl2022: LIST_MODEL was fitted on them, in-sample) and
   the blind set's "calibrate" half (eval.blind_half). The core floor is the least one whose
   mean core precision there reaches CORE_PRECISION; the tail floor the highest one whose mean
-  core + tail recall reaches TAIL_RECALL.
+  core + tail recall reaches TAIL_RECALL. The topic gate's floor (under which no paper is
+  core) is calibrated on these and the second blind set: the highest floor with the fewest
+  errors, a real topic doubted or an absent one let through (calibrate_gate).
 - "as ragqa search lists": what the product shows for the question as asked (its own reading
   of whether it asks for papers, retrieval/kinds.py, and its own cut), beside the floors
   applied to every question as a list question.
@@ -20,6 +22,8 @@ the tail the rest down to `threshold`.
   read in sessions 27 and 28, so it is a development set since.
 - blind3: the third (coling2022, ijcai2022; BLIND_LISTS3.md), written and judged after session
   28's exclusions: reported whole and its "report" half (eval.blind_half) apart.
+- blind4: the fourth (aistats2023, ijcai2023; BLIND_LISTS4.md), written and judged after
+  session 29's gate floor: reported as the third.
 
     python bench/lists/tiers.py --home DIR [--json]
 
@@ -29,9 +33,7 @@ list of a question with relevant papers has precision 0, absent topics count abs
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from dataclasses import replace
 from functools import cache
@@ -47,13 +49,16 @@ import eval as lists  # noqa: E402
 CORE_PRECISION = 0.88  # the target is 0.85 held out: a margin for the step to new questions
 TAIL_RECALL = 0.92  # the target is 0.9
 GRID = np.round(np.arange(0.05, 0.996, 0.005), 3)
+GATE_GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)
 
 
-def decided(retriever, q: lists.Question) -> tuple[list[tuple[str, float]], set[str] | None]:  # noqa: ANN001
+def decided(retriever, q: lists.Question
+            ) -> tuple[list[tuple[str, float]], set[str] | None, float | None]:  # noqa: ANN001
     """(paper id, probability) of the question's list at the lowest floor, most probable
-    first: what every pair of floors cuts; and, when the gate doubts the topic, the papers
-    decide.decide_list would still put in the core (they state a short topic), else None. A
-    doubted topic's candidates are its tail: nothing is core but those."""
+    first: what every pair of floors cuts; when the gate doubts the topic, the papers
+    decide.decide_list would still put in the core (they state a short topic), else None (a
+    doubted topic's candidates are its tail: nothing is core but those); and the gate's topic
+    probability (None when a name rule silenced the question before the gate)."""
     from ragqa.retrieval.decide import names_absent_name, names_unknown_subject
     from ragqa.retrieval.fitted import LIST_MODEL
 
@@ -62,18 +67,20 @@ def decided(retriever, q: lists.Question) -> tuple[list[tuple[str, float]], set[
     ranked = LIST_MODEL.rank(list(hits))
     if (names_unknown_subject(retriever.lexical, q.text)
             or names_absent_name(retriever.lexical, q.text)):
-        return [], None
+        return [], None, None
     listed = retriever.decide_list(q.text, hits, model)
-    gated = LIST_MODEL.topic_probability(ranked) < LIST_MODEL.gate
+    topic = LIST_MODEL.topic_probability(ranked)
+    gated = topic < LIST_MODEL.gate
     # decide_list puts a stated paper in the core from the shipped core floor (0.995, the
     # grid's top): a lower grid core would count fewer stated papers than it should.
     stated = {h.paper.paper_id for h in listed if h.tier == "core"} if gated else None
-    return [(h.paper.paper_id, h.probability) for h in (ranked if gated else listed)], stated
+    return [(h.paper.paper_id, h.probability) for h in (ranked if gated else listed)], stated, \
+        topic
 
 
-def tiers(run: tuple[list[tuple[str, float]], set[str] | None], core: float, tail: float
-          ) -> tuple[list, list]:
-    listed, stated = run
+def tiers(run: tuple[list[tuple[str, float]], set[str] | None, float | None], core: float,
+          tail: float) -> tuple[list, list]:
+    listed, stated, _ = run
     if stated is not None:  # a doubted topic: core only what states a short topic, from `core`
         top = [pid for pid, p in listed if pid in stated and p >= max(core, tail)]
         return top, [pid for pid, p in listed if p >= tail and pid not in top]
@@ -125,6 +132,21 @@ def tier_scores(listed) -> dict[str, float]:  # noqa: ANN001
     return out
 
 
+def gate_errors(runs, floor: float) -> tuple[int, int]:  # noqa: ANN001
+    """(topics that are there but the gate doubts at `floor`, absent topics it lets through);
+    a question a name rule silenced is neither (the gate never sees it)."""
+    topics = [(bool(q.relevant) and q.kind != "absent", run[2]) for q, run in runs
+              if run[2] is not None]
+    return (sum(present and p < floor for present, p in topics),
+            sum(not present and p >= floor for present, p in topics))
+
+
+def calibrate_gate(runs) -> float:  # noqa: ANN001
+    """The highest gate floor with the fewest errors of either kind: a real topic doubted
+    costs its whole core, an absent one let through a core of near misses."""
+    return min(GATE_GRID[::-1], key=lambda g: sum(gate_errors(runs, float(g))))
+
+
 def calibrate(runs) -> tuple[float, float]:  # noqa: ANN001
     core = next((float(c) for c in GRID
                  if scores(runs, c, c)["core_precision"] >= CORE_PRECISION), float(GRID[-1]))
@@ -134,19 +156,14 @@ def calibrate(runs) -> tuple[float, float]:  # noqa: ANN001
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--home", type=Path, required=True)
-    parser.add_argument("--data", type=Path, default=lists.DEFAULT_DATA)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    if not (args.data / "corpus.jsonl.gz").is_file():
-        print(f"skipped: no mlconf data at {args.data}")
+    args = lists.benchmark_arguments(__doc__).parse_args()
+    if not lists.has_data(args):
         return 0
-    os.environ.setdefault("RAGQA_ENV_FILE", "/nonexistent")
     from ragqa.retrieval.fitted import LIST_MODEL
 
     runs: dict[str, list] = {"dev": [], "calibrate": [], "report": [], "blind2": [],
-                             "blind3": [], "blind3 report half": []}
+                             "blind3": [], "blind3 report half": [], "blind4": [],
+                             "blind4 report half": []}
     product: dict[str, list] = {part: [] for part in runs}
     later = [name for slices in lists.LATER_BLIND.values() for name in slices
              if (HERE / f"{name}.qrels.tsv").is_file()]
@@ -156,18 +173,26 @@ def main() -> int:
         for q in (q for q in lists.load_questions(name) if q.grades):
             part = "dev" if name in lists.SLICES else lists.later_blind_part(name) \
                 or lists.blind_half(q.qid)
-            parts = [part, *(["blind3 report half"] if part == "blind3"
+            parts = [part, *([f"{part} report half"] if part in ("blind3", "blind4")
                              and lists.blind_half(q.qid) == "report" else [])]
             run, listed = decided(retriever, q), as_listed(retriever, q)
             for each in parts:
                 runs[each].append((q, run))
                 product[each].append((q, *listed))
     core, tail = calibrate(runs["dev"] + runs["calibrate"])
+    # The gate's floor: on every question of the development slices, the first set's calibrate
+    # half and the second set (a development set since session 28), never on a report half.
+    gate_runs = runs["dev"] + runs["calibrate"] + runs["blind2"]
+    gate = float(calibrate_gate(gate_runs))
     shipped = (LIST_MODEL.core_floor, LIST_MODEL.threshold)
     single = (LIST_MODEL.core_floor, LIST_MODEL.core_floor)  # one tier at the core's floor
     before = (0.91, 0.91)  # the list before tiers: one tier at 0.91
-    report = {"fitted": {"core": core, "threshold": tail},
-              "shipped": {"core": shipped[0], "threshold": shipped[1]}}
+    report = {"fitted": {"core": core, "threshold": tail, "gate": gate},
+              "shipped": {"core": shipped[0], "threshold": shipped[1], "gate": LIST_MODEL.gate},
+              "gate errors (doubted topics, absent ones let through)": {
+                  part: {"fitted": gate_errors(part_runs, gate),
+                         "shipped": gate_errors(part_runs, LIST_MODEL.gate)}
+                  for part, part_runs in runs.items() if part_runs}}
     runs = {part: part_runs for part, part_runs in runs.items() if part_runs}
     for part, part_runs in runs.items():
         report[part] = {label: scores(part_runs, *floors) for label, floors in
@@ -181,8 +206,10 @@ def main() -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"fitted: core >= {core}, tail >= {tail}; shipped: core >= {shipped[0]}, "
-          f"tail >= {shipped[1]}")
+    print(f"fitted: core >= {core}, tail >= {tail}, gate >= {gate}; shipped: core >= "
+          f"{shipped[0]}, tail >= {shipped[1]}, gate >= {LIST_MODEL.gate}")
+    for part, errors in report["gate errors (doubted topics, absent ones let through)"].items():
+        print(f"  gate errors {part:20} fitted {errors['fitted']}  shipped {errors['shipped']}")
     for part in runs:
         print(f"\n{part} ({len(runs[part])} questions)")
         for label, s in report[part].items():

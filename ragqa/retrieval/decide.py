@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ragqa.index import lexical
 from ragqa.index.lexical import LexicalIndex
-from ragqa.retrieval.fitted import CutRule, RelevanceModel
+from ragqa.retrieval.fitted import CoreModel, CutRule, RelevanceModel
 from ragqa.retrieval.question import understand, without_chat_lead, without_excluded
 from ragqa.retrieval.signals import mark_named
 from ragqa.retrieval.types import Hit
@@ -102,6 +102,19 @@ def decide_list(index: LexicalIndex, query: str, hits: list[Hit], model: Relevan
     for hit in stated:
         hit.tier, hit.doubted = "core", False
     return [*stated, *(h for h in kept if h.tier != "core")]
+
+
+def recut_core(hits: list[Hit], model: CoreModel) -> list[Hit]:
+    """A list whose core papers after the first that `model` doubts are folded into the tail,
+    at its top (they stay in the one-tier list: fitted.whole_list reads their probability).
+    The first paper stays: a topic the gate passed has its best paper in the answer."""
+    core = [h for h in hits if h.tier == "core"]
+    if len(core) < 2:
+        return hits
+    for place, (hit, p) in enumerate(zip(core, model.probabilities(core), strict=True)):
+        if place and p < model.threshold:
+            hit.tier = "tail"
+    return [*(h for h in hits if h.tier == "core"), *(h for h in hits if h.tier != "core")]
 
 
 def fold_excluded(hits: list[Hit], excluded: Sequence[bool], core_floor: float | None

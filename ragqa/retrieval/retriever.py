@@ -31,7 +31,7 @@ from ragqa.retrieval.candidates import (
     min_max,
     nearest_papers,
 )
-from ragqa.retrieval.decide import decide_claim, decide_list, fold_excluded
+from ragqa.retrieval.decide import decide_claim, decide_list, fold_excluded, recut_core
 from ragqa.retrieval.fitted import FEEDBACK_BM25_WEIGHT, CutRule, RelevanceModel
 from ragqa.retrieval.question import Understood, described_paper, topic_of, understand
 from ragqa.retrieval.sentences import read_papers
@@ -236,14 +236,15 @@ class Retriever:
     def decide_list(self, query: str, hits: list[Hit], model: RelevanceModel,
                     word_rules: bool = True) -> list[Hit]:
         """The list for a "which papers" question from its candidates (decide.decide_list),
-        less the papers nearer what the question says it does not want (decide.fold_excluded)."""
+        less the papers nearer what the question says it does not want (decide.fold_excluded),
+        its core read a second time (decide.recut_core)."""
         assert self.lexical is not None
         listed = decide_list(self.lexical, query, hits, model, word_rules)
         understood = understand(query)
-        if not word_rules or not understood.excluded or not listed:
-            return listed
-        return fold_excluded(listed, self._nearer_excluded(understood, listed),
-                             model.core_floor if model.core is not None else None)
+        if word_rules and understood.excluded and listed:
+            listed = fold_excluded(listed, self._nearer_excluded(understood, listed),
+                                   model.core_floor if model.core is not None else None)
+        return recut_core(listed, model.core_model) if model.core_model else listed
 
     def _nearer_excluded(self, understood: Understood, hits: list[Hit]) -> list[bool]:
         """Per hit: is its paper nearer (cosine, the collection's own vectors) one of the
