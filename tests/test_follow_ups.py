@@ -120,6 +120,18 @@ def test_an_ordinal_reads_that_paper_of_the_last_answer(chat, ordinal):
     assert _ids(second) == [_ids(listed)[1]]
 
 
+def test_a_place_beyond_the_last_list_says_so_and_the_list_stays(chat):
+    """"the fifth one" after a shorter list: the answer says how many there were, cites no
+    paper (before, it answered about the first), and the next place still reads that list."""
+    listed, beyond, second = chat("Which papers train spiking neural networks?",
+                                  "5th one in more detail please", "and the 2nd one")
+    count = len(_ids(listed))
+    assert 2 <= count < 5
+    assert beyond["citations"] == []
+    assert f"listed {count} papers: it has no paper 5" in " ".join(beyond["answer"].split())
+    assert _ids(second) == [_ids(listed)[1]]
+
+
 def test_a_switch_of_topic_worded_as_a_follow_up_leaves_the_last_papers(chat):
     listed, switched = chat("Which papers train spiking neural networks?",
                             "Now, anything on protein structure prediction?")

@@ -434,8 +434,8 @@ def test_a_folded_list_keeps_its_core_first_and_a_doubt_when_its_core_went():
     assert [h.index for h in one_tier] == [0]
 
 
-# Signals of three core papers of one judged question (bench/lists/core_model.py's table,
-# iclr2018 "i18-09"): its best paper, one judged relevant, one judged not.
+# Signals of core papers of one judged question (iclr2018 "i18-09", as `ragqa search` listed
+# it in session 29): its best paper, one judged relevant, one judged not.
 _BEST = {"z": 4.79, "z_best": 5.77, "z_feedback": 3.85, "coverage": 0.6, "bm25_share": 0.4,
          "bm25_expanded": 0.47, "z_relative": -0.38, "z_feedback_relative": -0.13,
          "bm25_expanded_relative": 0.08}
@@ -475,3 +475,22 @@ def test_the_cores_second_look_folds_a_neighbour_to_the_top_of_the_tail():
     assert [(h.index, h.tier) for h in first] == [(0, "core"), (1, "core")]
     alone = [hit(0, 1.0, "core", _NEIGHBOUR)]
     assert recut_core(alone, model) == alone
+
+
+def test_two_searches_merged_keep_a_core_paper_core_and_the_core_first():
+    """retriever.merge_results (a question's multilingual search and its translation's): a
+    paper core in one search and folded in the other is core, and every core paper comes
+    before the tail whatever the two models' probabilities."""
+    from ragqa.retrieval.retriever import merge_results
+    from ragqa.retrieval.types import Hit, SearchResult
+    from ragqa.sources.paper import Paper
+
+    def hit(pid, p, tier):  # noqa: ANN001, ANN202
+        return Hit(0, p, 0.0, 0.0, probability=p, tier=tier, paper=Paper(pid, pid, "", "f#1"))
+
+    multilingual = SearchResult("q", [hit("a", 0.93, "core"), hit("b", 0.91, "core")], 10)
+    translated = SearchResult("q", [hit("c", 0.999, "core"), hit("a", 0.9999, "tail"),
+                                    hit("d", 0.98, "tail")], 10)
+    merged = merge_results(multilingual, translated, None)
+    assert [(h.paper.paper_id, h.tier) for h in merged.hits] == [
+        ("c", "core"), ("a", "core"), ("b", "core"), ("d", "tail")]

@@ -723,3 +723,22 @@ def test_llm_names_are_read_checked_kept_distinct_and_kept_per_map(llm_server, t
     asked = len(chats())
     llm_named(result, llm, settings, tmp_path / "other-maps")
     assert len(chats()) > asked
+
+
+def test_a_chinese_summary_draws_its_words_not_boxes(seeded, tmp_path):
+    """A Chinese topic's summary (`summarize --out`) is searched in its language (the spiking
+    papers: the English list model alone found none), and the pictures beside it draw its
+    words: every CJK glyph comes from the maps extra's Noto Sans CJK, none is a "missing from
+    font" box of DejaVu Sans."""
+    import warnings
+
+    assert seeded("ingest", "--multilingual", "--quiet").exit_code == 0
+    out = tmp_path / "summary.md"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = seeded("summarize", "脉冲神经网络", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    assert "脉冲神经网络" in text and "DiceFormer" in text  # searched in its language
+    assert _png_size(tmp_path / "summary.map.png") == (1600, 1000)
+    assert not [w for w in caught if "missing from font" in str(w.message)]

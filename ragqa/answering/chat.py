@@ -242,11 +242,13 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
         # A choice among one paper is none: it picks among the last list again.
         return Resolution("select", tuple(listed))
     place = list_place(question) if resolution.kind != "leave" else None
-    if place is not None and not -len(cited) <= place < len(cited) and \
-            -len(listed) <= place < len(listed):
+    if place is None or -len(cited) <= place < len(cited) or resolution.selecting:
+        return resolution
+    if -len(listed) <= place < len(listed):
         # "the second one" after an answer of one paper: the second of the last list.
         return Resolution("about", (listed[place],))
-    return resolution
+    # "the fifth one" after three papers: no paper of them, nor a new search for the words.
+    return Resolution("beyond", place=place)
 
 
 def _resolve_chinese(question: str, cited: list[str]) -> Resolution:
@@ -325,6 +327,8 @@ def condense(question: str, session: Session, llm: LLM | None, settings: Setting
     if not session.turns:
         return Condensed(question, question)
     resolution = referenced_papers(question, session, index)
+    if resolution.kind == "beyond":
+        return Condensed(question, question, resolution)
     if llm is not None:
         history = history_text(session, settings.chat_memory_tokens, count_tokens)
         standalone = llm.complete(load_prompt("condense", settings).fill(
@@ -417,6 +421,18 @@ def refine_with_marks(session: Session, marks: Marks, retriever: Retriever) -> A
                   marks={"question": question, "more": sorted(more), "not": sorted(rejected)})
 
 
+def no_such_place(question: str, session: Session, referred: Resolution,
+                  retriever: Retriever) -> Answer:
+    """"the fifth one" after a list of three: said, with how many there were, rather than an
+    answer about another paper."""
+    language = detect_language(question)
+    count = max(len(session.last_cited), len(session.last_listed))
+    assert referred.place is not None
+    text = message("chat.no_such_place", language, count=count, number=referred.place + 1)
+    return Answer(question, "extractive", text, [], [], 0, [], retriever.total_papers,
+                  question, language)
+
+
 def unfold_last(session: Session, retriever: Retriever) -> Answer:
     """The last list with its less certain papers (its folded tail) listed and cited below the
     answer: chat's `/more` alone. Extractive: the tail is ragqa's own, no model reads it."""
@@ -449,6 +465,8 @@ def ask_in_session(session: Session, question: str, retriever: Retriever, llm: L
     condensed = condense(question, session, llm, settings, retriever.store.encoder.count_tokens,
                          retriever.lexical)
     referred = condensed.referred
+    if referred is not None and referred.kind == "beyond":
+        return _record(session, question, no_such_place(question, session, referred, retriever))
     answer = answer_question(retriever, condensed.standalone, llm=llm, on_token=on_token,
                              query=condensed.query, screen=screen, on_screen=on_screen,
                              referred=referred)

@@ -184,10 +184,13 @@ FOLLOW_BIAS = 0.857
 class Resolution:
     """What a turn does with the last answer's papers: "select" among them, ask "about" them
     (`papers` the ones pointed at: one for a place in the list), or "leave" them (papers
-    empty). `papers` keep the order the last answer listed them in."""
+    empty); or name a place "beyond" the last list ("the fifth one" after three papers:
+    `place`, counted from 0, and no papers). `papers` keep the order the last answer listed
+    them in."""
 
     kind: str
     papers: tuple[str, ...] = ()
+    place: int | None = None
 
     @property
     def selecting(self) -> bool:

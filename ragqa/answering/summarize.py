@@ -37,7 +37,7 @@ from ragqa.prompts import load_prompt
 from ragqa.retrieval.fitted import LIST_MODEL, whole_list
 from ragqa.retrieval.question import strip_frame
 from ragqa.retrieval.sentences import best_sentence
-from ragqa.retrieval.types import Filters, Hit
+from ragqa.retrieval.types import Filters, Hit, SearchResult
 from ragqa.screening.screen import Progress, Screening, screener_for
 from ragqa.sources.export import reference_link
 from ragqa.sources.paper import Paper, contribution_sentence, strip_marks
@@ -354,8 +354,8 @@ def summarize(retriever: Retriever, topic: str | None, llm: LLM | None = None,
         retriever, topic, max_papers, filters, hits_only=True)) if topic else None
     screening = None
     if screener is not None:
-        ranked = retriever.search(topic, k=2 * screener.limit, cut=False, sentences=False,
-                                  rule=LIST_MODEL, filters=filters).hits
+        ranked = _topic_search(retriever, topic, k=2 * screener.limit, cut=False,
+                               sentences=False, filters=filters).hits
         screened = screener.screen(topic, ranked, on_screen)
         screening = screened.screening
         papers = [h.paper for h in screened.hits][:max_papers]
@@ -437,14 +437,24 @@ def _renumber(summary: Summary) -> Summary:
     return summary
 
 
+def _topic_search(retriever: Retriever, topic: str, **options) -> SearchResult:
+    """A summary's topic searched as `ask` searches a question: one in another language with
+    the collection's multilingual vectors and their own list decision (Retriever.search_foreign:
+    the English model would read "脉冲神经网络" as no topic at all), an English one by the list
+    model."""
+    if detect_language(topic) != "English":
+        return retriever.search_foreign(topic, **options)
+    return retriever.search(topic, rule=LIST_MODEL, **options)
+
+
 def _select_papers(retriever: Retriever, topic: str | None, max_papers: int | None,
                    filters: Filters | None = None, hits_only: bool = False) -> list:
     """The papers of `topic` as the list decision keeps them (their hits with `hits_only`),
     or of the whole collection (a sample of `max_papers`)."""
     if topic:
         # the one-tier list, not the long tail of the tiers (fitted.whole_list)
-        hits = whole_list(retriever.search(topic, sentences=False, rule=LIST_MODEL,
-                                           filters=filters).hits)
+        hits = whole_list(_topic_search(retriever, topic, sentences=False,
+                                        filters=filters).hits)
         hits = hits[:max_papers] if max_papers else hits
         return hits if hits_only else [h.paper for h in hits]
     assert retriever.lexical is not None

@@ -5,12 +5,14 @@ pixels, labels at least 11 pt."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from ragqa.errors import UserError, require_extra
+from ragqa.models.encoders import sha256_of
 
 COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"]  # as map.js
@@ -21,6 +23,12 @@ TITLES_UP_TO = 60
 FORMATS = (".png", ".svg")
 VENUE_LINES = 6  # a trend split by venue draws the venues with the most papers on the topic
 SIZE, DPI = (16, 10), 100
+# Chinese, Japanese and Korean words (a Chinese question, a theme named from Chinese titles):
+# matplotlib's DejaVu Sans has none of their glyphs and draws boxes. Noto Sans CJK (OFL 1.1)
+# comes with the maps extra (the noto-cjk-sans-otc wheel, pinned; its file's SHA256 checked
+# here); matplotlib takes each glyph DejaVu Sans lacks from it.
+CJK_FONT_SHA256 = "b76b0433203017ca80401b2ee0dd69350349871c4b19d504c34dbdd80541690a"
+CJK_FAMILY = "Noto Sans CJK SC"
 
 
 def check_picture_path(option: str, path: Path) -> None:
@@ -38,7 +46,32 @@ def _figure():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if (family := _cjk_family()) is not None:
+        matplotlib.rcParams["font.family"] = ["DejaVu Sans", family]
     return plt, plt.figure(figsize=SIZE, dpi=DPI)
+
+
+@cache
+def _cjk_family() -> str | None:
+    """The CJK font's family once registered with matplotlib; None on an install without it
+    (an older maps extra: CJK words are drawn as boxes, the rest as ever)."""
+    try:
+        from noto_cjk_sans_otc import FONT_PATH
+    except ImportError:
+        return None
+    path = Path(str(FONT_PATH))
+    if not path.is_file() or sha256_of(path) != CJK_FONT_SHA256:
+        raise UserError(f"{path} is not the Noto Sans CJK font ragqa was built with (SHA256 "
+                        f"{CJK_FONT_SHA256}); reinstall noto-cjk-sans-otc==0.0.1")
+    import logging
+
+    from matplotlib import font_manager
+
+    font_manager.fontManager.addfont(str(path))
+    # The collection has one weight: a bold CJK word is drawn regular, which matplotlib would
+    # otherwise say on stderr at every bold label ("Failed to find font weight bold").
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    return CJK_FAMILY
 
 
 def _save(plt, figure, path: Path) -> None:

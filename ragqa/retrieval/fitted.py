@@ -49,14 +49,17 @@ class CoreModel:
     topic from their neighbours (0.807 core precision at 0.995, the grid's top). This logistic
     model reads each core paper after the first, with the list's signals, how sure the list
     model is and the paper's place in the core, and folds one below `threshold` into the tail.
-    Fitted by bench/lists/core_model.py on the core papers of calibration questions."""
+    Fitted by bench/lists/core_model.py on the core papers of calibration questions (the list
+    model's logit has come out with next to no weight: in the core it is saturated; the
+    relative signals, coverage and the place carry the model)."""
 
     weights: tuple[tuple[str, float], ...]  # (feature, weight), on the features' raw values
     bias: float
     threshold: float
 
-    # The list decision's signals, then "logit_probability" (the list model's logit, capped
-    # at LOGIT_CAP: past it every probability rounds to 1) and "log_rank" (log(1 + place)).
+    # The list decision's signals, then "logit_probability" (the list model's logit, capped at
+    # LOGIT_CAP: a probability of 1.0 in floating point has an infinite logit, and past 12, p >
+    # 0.999993, it tells nothing more) and "log_rank" (log(1 + place in the core)).
     LOGIT_CAP = 12.0
 
     @classmethod
@@ -67,9 +70,13 @@ class CoreModel:
 
     def probabilities(self, core: Sequence[Hit]) -> np.ndarray:
         """Per core paper, in the core's order: how likely it is about the topic."""
+        return self.probabilities_of(self.features(core))
+
+    def probabilities_of(self, rows: Sequence[dict[str, float]]) -> np.ndarray:
+        """The same from the papers' features (`features`), by name."""
         names = [name for name, _ in self.weights]
-        x = np.array([[row[name] for name in names] for row in self.features(core)],
-                     dtype=np.float64).reshape(len(core), len(names))
+        x = np.array([[row[name] for name in names] for row in rows],
+                     dtype=np.float64).reshape(len(rows), len(names))
         return _logistic(x @ np.array([w for _, w in self.weights]) + self.bias)
 
 
@@ -214,13 +221,13 @@ LIST_MODEL = RelevanceModel(
     bias=-3.6477, threshold=0.45, gate_weights=(10.932, 2.2547, 15.9626), gate_bias=-13.3873,
     gate=0.4, core=0.995, core_model=CORE_MODEL)
 # The tiers (issue 45), by bench/lists/tiers.py on the dev slices and the blind list set's
-# calibrate half: core from 0.995 (the grid's top: no floor reached core precision 0.88 there,
-# 0.807 at 0.995), tail down to 0.45 (the highest floor with core + tail recall 0.92 there:
-# 0.921, once a doubted topic's papers are its tail; 0.05 before, when they were dropped). Held
-# out, on the blind set's report half (naacl2021, ijcai2021; 30 questions): core precision
-# 0.836, core recall 0.712, core + tail recall 0.977, tail 22 papers on average (before: 0.888
-# with 94; docs/benchmarks.md, "Lists in tiers"). The single list before the tiers was every
-# paper from 0.91: precision 0.607, recall 0.830 there.
+# calibrate half (the floors alone, before the core's second look above): core from 0.995 (the
+# grid's top: no floor reached core precision 0.88 there, 0.807 at 0.995), tail down to 0.45 (the
+# highest floor with core + tail recall 0.92 there: 0.921, once a doubted topic's papers are its
+# tail; 0.05 before, when they were dropped). Held out, on the blind set's report half (naacl2021,
+# ijcai2021; 30 questions): core precision 0.836, core recall 0.712, core + tail recall 0.977,
+# tail 22 papers on average (before: 0.888 with 94; docs/benchmarks.md, "Lists in tiers"). The
+# single list before the tiers was every paper from 0.91: precision 0.607, recall 0.830 there.
 # The list of one tier, as it was before the tiers (LIST_MODEL's floor then, fitted by
 # bench/lists/eval.py): what a summary, a trend and a map's highlight take of a list, so that
 # they read the papers they were built and measured on, not the core alone nor the long tail.

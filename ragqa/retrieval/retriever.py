@@ -244,7 +244,10 @@ class Retriever:
         if word_rules and understood.excluded and listed:
             listed = fold_excluded(listed, self._nearer_excluded(understood, listed),
                                    model.core_floor if model.core is not None else None)
-        return recut_core(listed, model.core_model) if model.core_model else listed
+        # (a model of one tier has no core to read again: every paper it keeps is the list)
+        if model.core_model is None or model.core is None:
+            return listed
+        return recut_core(listed, model.core_model)
 
     def _nearer_excluded(self, understood: Understood, hits: list[Hit]) -> list[bool]:
         """Per hit: is its paper nearer (cosine, the collection's own vectors) one of the
@@ -294,12 +297,19 @@ class Retriever:
 
 def merge_results(first: SearchResult, second: SearchResult, k: int | None) -> SearchResult:
     """Two searches of one question (its multilingual vector, its translation) as one list:
-    every paper either kept, in the order of the better of its two probabilities (or scores)."""
+    every paper either kept, the core first (a paper core in either search is core), each tier
+    in the order of the better of its two probabilities (or scores)."""
+
+    def rank(hit: Hit) -> tuple[bool, float, float]:
+        # a paper of the translation's core that its second look folded (probability 0.9999,
+        # tier tail) must not outrank the same paper in the multilingual search's core
+        return hit.tier != "core", -hit.probability, -hit.score
+
     best: dict[str, Hit] = {}
     for hit in [*first.hits, *second.hits]:
         held = best.get(hit.paper.paper_id)
-        if held is None or (hit.probability, hit.score) > (held.probability, held.score):
+        if held is None or rank(hit) < rank(held):
             best[hit.paper.paper_id] = hit
-    hits = sorted(best.values(), key=lambda h: (-h.probability, -h.score))
+    hits = sorted(best.values(), key=rank)
     return replace(first, hits=hits[:k] if k else hits,
                    considered=first.considered + second.considered)
