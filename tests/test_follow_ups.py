@@ -409,12 +409,43 @@ def test_a_named_method_or_filler_the_papers_hold_is_no_near_miss(seeded, chat, 
     ("does either have code out?", "code"), ("which one works on source code?", None),
     ("which one generates code", None), ("the code-switching one?", None),
     ("which ones put out new datasets", "dataset"), ("the one that uses more data?", None),
+    ("is there code?", "code"), ("where can I find the repo?", "code"),
+    ("is the code of the parser released?", "code"),
 ])
 def test_a_turn_asks_for_code_or_a_dataset_only_as_what_a_paper_gives(turn, asks):
     """Code and data as what a paper releases, not as its subject or its input."""
     from ragqa.answering.artifacts import asked_artifact
 
     assert asked_artifact(turn) == asks
+
+
+def test_is_there_code_after_several_papers_asks_which_of_them_give_it(seeded):
+    """"is there code?" names no topic: after a list it asks which of the papers give their
+    code (round 13 searched the collection for "code" instead)."""
+    result = seeded("chat", "--json", input="Which papers are about speech?\nis there code?\n")
+    assert result.exit_code == 0, result.output
+    listed, second = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    shown = {c["paper_id"] for c in listed["citations"]}
+    cited = [c["title"] for c in second["citations"]]
+    assert cited and {c["paper_id"] for c in second["citations"]} <= shown
+    assert "DVPD" in cited  # "Code and audio samples are available at https://github.com/…"
+
+
+def test_a_selection_none_of_the_narrowed_papers_holds_picks_from_the_list_narrowed(seeded):
+    """Round 14: "which ones deal with routing/gating?" kept two of six mixture-of-experts
+    papers; "the lora one?" then found neither and answered none, while the sixth mixed LoRA
+    experts. A selection that no paper of the last answer holds picks from the list that
+    answer narrowed."""
+    turns = ["Which papers are about speech?", "which of them use diffusion?",
+             "the translation one?"]
+    result = seeded("chat", "--json", input="\n".join(turns) + "\n")
+    assert result.exit_code == 0, result.output
+    listed, narrowed, picked = [json.loads(line) for line in result.stdout.splitlines()
+                                if line.strip()]
+    titles = [c["title"] for c in narrowed["citations"]]
+    assert len(titles) >= 2 and "Hibiki-Zero" not in titles
+    assert [c["title"] for c in picked["citations"]] == ["Hibiki-Zero"]
+    assert "Hibiki-Zero" in [c["title"] for c in listed["citations"]]
 
 
 @pytest.mark.parametrize(("turn", "kind"), [

@@ -233,6 +233,16 @@ def test_a_topic_in_the_papers_words_is_no_near_miss(seeded):
         assert title in [r["title"] for r in _listed(seeded, question)], question
 
 
+def test_alternatives_set_apart_by_a_slash_are_each_a_part_of_the_topic(seeded):
+    """Round 14: "circuit discovery / mech interp circuits papers" was one part, and "mech"
+    and "interp", which no paper writes, made it a near miss: nothing listed. Each side of
+    " / " is a part of its own, as each side of "or" is."""
+    understood = understand("circuit discovery / mech interp circuits papers")
+    assert "circuit discovery" in understood.subqueries
+    listed = [r["title"] for r in _listed(seeded, "full-duplex speech / fdx papers")]
+    assert "Moshi-RAG" in listed
+
+
 def test_a_topic_one_paper_states_is_listed(seeded, tmp_path):
     """The gate judges a topic by its best three papers; a topic one paper of the collection
     holds word for word is there all the same."""

@@ -3,7 +3,7 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--round 1..13] [--split dev|heldout|all]
+    python bench/reading/blind.py --home DIR [--round 1..14] [--split dev|heldout|all]
         [--only chats|near_misses] [--cases]
 
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
@@ -158,7 +158,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=range(1, 14),
+    parser.add_argument("--round", type=int, default=1, choices=range(1, 15),
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
@@ -168,7 +168,9 @@ def main() -> int:
                              "and NAACL 2024), 8: …8.jsonl (ICML 2018 and NAACL 2022), 9: "
                              "…9.jsonl (NeurIPS 2016 and ACL 2021), 10: …10.jsonl (IJCAI 2024 "
                              "and COLING 2022), 11: …11.jsonl (IJCAI 2022 and COLING 2025), "
-                             "12: …12.jsonl (IJCAI 2023 and COLING 2020), all heldout")
+                             "12: …12.jsonl (IJCAI 2023 and COLING 2020), all heldout; "
+                             "13: …13.jsonl (ICML 2017 and IJCAI 2020), 14: …14.jsonl (COLM "
+                             "2024 and AISTATS 2025), split by eval.blind_half")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)

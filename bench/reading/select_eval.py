@@ -36,7 +36,7 @@ sys.path.insert(1, str(HERE))
 from blind import shows_a_list  # noqa: E402  (as blind.py judges)
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
-ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 13)}}
+ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 15)}}
 
 
 def select_turns(rounds: list[int]):

@@ -24,6 +24,12 @@ Labelled questions (1: asks for papers; 0: does not), none from the held-out ICM
   split by a hash of the id (eval.blind_half) before any was read: "calibrate" is fitted on,
   "report" measured. Both report halves were looked at twice in session 22 (before and after
   the embedding was added), so their figures are second looks.
+- wordings2 (bench/understanding/wordings/wordings2.jsonl, WORDINGS2.md, session 30): 320
+  turns on ICML 2016 / UAI 2021 by a helper who never saw ragqa, 160 list requests in 45
+  forms, most not saying "papers" ("which approaches tackle X?", "what are the ways to X?"),
+  and 160 that look like them and are not; split by eval.blind_half: "calibrate" fitted,
+  "report" measured. Round 14 (chats, near misses) and fact round 5 by their calibrate halves
+  too; their report halves are issue 46's held-out figures.
 - fresh (bench/understanding/wordings/kinds.jsonl, KINDS.md): 200 turns on ICLR 2018 / CoRL 2023
   / COLT 2023 / UAI 2023, written by a third helper after the model's design was fixed; never
   fitted on, the first-look figure. A report text that also occurs among the fitted ones
@@ -61,7 +67,8 @@ sys.path.insert(0, str(ROOT / "bench" / "lists"))
 import eval as lists  # noqa: E402  (bench/lists/eval.py)
 
 HELD_OUT = ("blind-report", "wordings-report", "fresh-report", "round12-report",
-            "round13-report", "facts4-report")
+            "round13-report", "facts4-report", "wordings2-report", "round14-report",
+            "facts5-report")
 
 OUT = ROOT / "ragqa" / "data" / "list_question_model.json"
 MIN_SOURCES = 2  # a feature must occur in this many sources (a topic's words stay out)
@@ -100,9 +107,11 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
             rows.append((f"lists:{name}" if half == "calibrate" else "blind-report",
                          r["question"], 1))
     for path in sorted(glob.glob(str(ROOT / "bench/reading/facts*.jsonl"))):
-        # fact round 4's report half is issue 46's held-out fact figure: never fitted on
-        rows += [("facts4-report" if Path(path).stem.startswith("facts4")
-                  and lists.blind_half(r["id"]) == "report" else Path(path).stem,
+        # fact rounds 4 and 5's report halves are issue 46's held-out fact figures: never
+        # fitted on
+        stem = Path(path).stem
+        rows += [(f"{stem[:6]}-report" if stem.startswith(("facts4", "facts5"))
+                  and lists.blind_half(r["id"]) == "report" else stem,
                   r["question"], 0) for r in _records(path)]
     for name in ("list_seeking", "not_list"):
         for r in _records(HERE / "wordings" / f"{name}.jsonl"):
@@ -111,6 +120,10 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
                          r["text"], int(r["asks_for_papers"])))
             if half == "calibrate" and r.get("kind") == "claim":
                 rows += _unmarked(rows[-1])
+    for r in _records(HERE / "wordings" / "wordings2.jsonl"):  # WORDINGS2.md, session 30
+        half = lists.blind_half(r["id"])
+        rows.append(("wordings2" if half == "calibrate" else "wordings2-report", r["text"],
+                     int(r["asks_for_papers"])))
     fresh = HERE / "wordings" / "kinds.jsonl"
     if fresh.is_file():
         rows += [("fresh-report", r["text"], int(r["asks_for_papers"])) for r in _records(fresh)]
@@ -129,8 +142,9 @@ def _round_source(stem: str, item_id: str = "") -> str:
     half (eval.blind_half of the item's id, issue 46's held-out chats and near misses) too."""
     if stem.endswith("blind12"):
         return "round12-report"
-    if stem.endswith("blind13") and lists.blind_half(item_id) == "report":
-        return "round13-report"
+    for late in ("13", "14"):
+        if stem.endswith(f"blind{late}") and lists.blind_half(item_id) == "report":
+            return f"round{late}-report"
     return stem
 
 
@@ -297,9 +311,10 @@ def main() -> int:
         "kinds.WordingModel reads the record otherwise than the fit: check the features"
     record = {**model, "provenance": {
         "script": "bench/understanding/fit_list_question.py",
-        "data": "chats and near misses rounds 1-11 and round 13's calibrate half, list sets "
-                "(blind set: calibrate half; second blind set; never the third), fact questions "
-                "(fact round 4: calibrate half), SciFact claims, wordings (calibrate half)",
+        "data": "chats and near misses rounds 1-11 and rounds 13 and 14's calibrate halves, "
+                "list sets (blind set: calibrate half; second blind set; never the third), fact "
+                "questions (fact rounds 4 and 5: calibrate halves), SciFact claims, wordings "
+                "and wordings2 (calibrate halves)",
         "held_out": list(HELD_OUT),
         "labelled": {"questions": int(fitted.sum()),
                      "asks_for_papers": int(design.y[fitted].sum())},

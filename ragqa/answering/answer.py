@@ -40,6 +40,8 @@ from ragqa.index import lexical
 from ragqa.models.llm import MAX_ANSWER_TOKENS
 from ragqa.models.rerank import cross_encoder
 from ragqa.prompts import load_prompt
+from ragqa.retrieval.decide import NOT_TOPIC_WORDS
+from ragqa.retrieval.fitted import LIST_MODEL
 from ragqa.retrieval.question import is_list_question, topic_of
 from ragqa.retrieval.types import Filters, Hit, SearchResult
 from ragqa.screening.screen import Progress, Screening, screener_for
@@ -462,18 +464,29 @@ def no_paper_answer(topic: str, total: int, language: str = "English") -> str:
     return message("answer.none", language, total=total, topic=shown_topic(topic, language))
 
 
+def names_a_topic(question: str) -> bool:
+    """Whether a question names something to list papers on: two words of a subject at least
+    ("tell me more about #1" names none, and the list decision kept a paper for it)."""
+    words = [t for t in lexical.terms(topic_of(question), query=True)
+             if t.isalpha() and t not in NOT_TOPIC_WORDS]
+    return len(words) >= 2
+
+
 def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int,
-                      language: str = "English", tail: Sequence[Hit] = ()) -> CheckedText:
+                      language: str = "English", tail: Sequence[Hit] = (),
+                      listing: bool | None = None) -> CheckedText:
     """Sentences taken verbatim from the abstracts, each cited. `question` decides the form
     (a list of papers, or the sentences that hold a fact); `query` is what was searched; the
-    frames around the quotes are in `language` (the message catalogue).
+    frames around the quotes are in `language` (the message catalogue); `listing` overrides
+    the question's wording (papers the list decision kept for a question not worded so).
 
     Citations are assigned as the text is built, never parsed back out of it: a quoted
     sentence may itself hold brackets ("the range [0, 100]") that are no citations."""
     topic = topic_of(query)
     if not hits:
         return CheckedText(no_paper_answer(topic, total, language), [], 0)
-    listing = is_list_question(question) or is_list_question(query)
+    if listing is None:
+        listing = is_list_question(question) or is_list_question(query)
     if listing or len(hits) > 3 and not asks_for_fact(question):
         quoted = [(h, h.best_sentence) for h in hits]
         header = message("answer.count", language, count=len(hits),
@@ -572,12 +585,24 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
     follow-up selects, the papers are read even when none holds its words."""
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
     selecting = referred.selecting
-    hits = in_listed_order(hits, referred.papers)
+    found = hits  # with the list a selection narrowed (`referred.wider`), if any
+    hits = in_listed_order([h for h in found if h.paper.paper_id in referred.papers],
+                           referred.papers)
     closest_only = False
     if selecting and language == "English":
         # By the turn's own words (`query`): the standalone question names every paper.
         selection = selected(query, [(h.paper.title, h.paper.text) for h in hits], index,
                              cross_encoder().score)
+        if not selection.picks and referred.wider:
+            # None of the narrowed papers holds it, nor reads as holding it ("which of those
+            # two …" keeps the one the reader finds closest): the list they were narrowed from
+            # may.
+            wider = in_listed_order([h for h in found if h.paper.paper_id in referred.wider],
+                                    referred.wider)
+            widened = selected(query, [(h.paper.title, h.paper.text) for h in wider], index,
+                               cross_encoder().score)
+            if widened.picks and widened.worded:
+                hits, selection = wider, widened
         kept, closest_only = [hits[i] for i in selection.picks], not selection.worded
     elif contribution:
         kept = list(hits)
@@ -717,7 +742,9 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     ones searched; offline, the turn is answered from them as a follow-up. A list's less
     certain papers (its tail) are folded below the answer, or listed under it (`unfold`)."""
     if referred is not None and referred.papers:
-        filters = Filters(paper_ids=frozenset(referred.papers))
+        # Offline, a selection may fall back on the list it narrowed (follow_up_answer).
+        filters = Filters(paper_ids=frozenset(referred.papers)
+                          | frozenset(referred.wider if llm is None else ()))
     started = time.monotonic()
     settings = retriever.store.settings
     if llm:  # a broken prompt file is told before any call to the model is paid for
@@ -770,6 +797,17 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         result = (search(k=limit, cut=not follow_up) if foreign
                   else retriever.search(query, k=limit, filters=filters, cut=not follow_up,
                                         word_rules=not translated))
+    listed_anyway = False
+    if screener is None and not result.hits and not follow_up and not foreign \
+            and names_a_topic(query):
+        # A question not worded as a list request whose claims' cut finds no paper ("what
+        # approaches let a network learn tasks one after another …?") may still name a topic
+        # the collection has: when the list decision keeps papers for it, they are the answer,
+        # not "none of the papers addresses it" beside them as closest matches.
+        as_list = retriever.search(query, k=k, filters=filters, rule=LIST_MODEL,
+                                   word_rules=not translated)
+        if as_list.hits:
+            result, listed_anyway = as_list, True
     if result.multilingual.startswith("english"):  # no multilingual vectors: say how to add them
         what = "translation" if translated else "question"
         notice = " ".join(filter(None, [notice, message(
@@ -788,8 +826,10 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     elif llm is None:
         # Nothing passed the cut: say so, in the question's language; the closest papers are
         # shown apart below, uncited (never listed as papers that address it).
+        # (a fact question stays one: its answer is read from the papers the list kept)
         checked = extractive_answer(question, query, hits, total, language,
-                                    tail if unfold else ())
+                                    tail if unfold else (),
+                                    listing=listed_anyway and not asks_for_fact(question) or None)
     elif not hits:
         checked = CheckedText(no_paper_answer(topic_of(query), total, language), [], 0)
     else:

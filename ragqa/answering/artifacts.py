@@ -19,16 +19,26 @@ import re
 CODE = "code"
 DATASET = "dataset"
 
-# A turn asking for released code: "code", "implementation", "github", "open source"; not code as
-# a subject ("code-switching", "code search", "source code summarization", "hash codes for",
-# "generates code", "works on source code").
-_ASKS_CODE = re.compile(r"\b(?:code|codes|implementation|github|open[- ]?source[sd]?)\b", re.I)
+# A turn asking for released code: "code", "implementation", a repository, "open source"; not
+# code as a subject ("code-switching", "code search", "source code summarization", "hash codes
+# for", "generates code", "works on source code").
+_REPOSITORY = r"github|gitlab|repos?|repositor(?:y|ies)|open[- ]?source[sd]?"
+_ASKS_CODE = re.compile(rf"\b(?:code|codes|implementations?|{_REPOSITORY})\b", re.I)
 _CODE_AS_SUBJECT = re.compile(
     r"\bcode[- ](?:switch|mix|search|complet|generat|summar|clone|review|smell)|"
     r"\bsource code\s+(?:summar|generat)|\b(?:hash|binary|error[- ]correcting)\s+codes?\b|"
     r"\bcodes?\s+(?:for|of)\b|\b(?:generat|writ|complet|synthes|summar|translat|understand|"
     r"repair|search|model|analy[sz])\w*\s+(?:\w+\s+){0,2}?code\b|\b(?:works?|working|focus\w*)\s+"
     r"(?:on|with)\s+(?:source\s+)?code\b", re.I)
+# …or asking whether or where it is out, even where "code" reads as a subject ("is the code of
+# X released?", "where can I find their implementation?"); not "what does their implementation
+# need access to?" (fact round 4).
+_ASKS_RELEASED = re.compile(
+    r"\b(?:code|implementation|weights)s?\b[^.?!]{0,80}\b(?:released?|available|"
+    r"public(?:ly)?|download\w*|shared?|accessible|online)\b"
+    r"|\b(?:release[sd]?|releasing|publish\w*|provide[sd]?|share[sd]?|download\w*)\b"
+    r"[^.?!]{0,80}\b(?:code|implementation)s?\b"
+    r"|\bwhere\b[^.?!]{0,30}\b(?:code|implementation|repo|repository)s?\b", re.I)
 # A turn asking for a new dataset: a verb of making (or "new") a few words before a word for data
 # ("put out new datasets", "release annotated data", "introduce their own dataset").
 _ASKS_DATASET = re.compile(
@@ -38,10 +48,11 @@ _ASKS_DATASET = re.compile(
     r"\s+(?:[\w-]+\s+){0,3}?(?:data ?sets?|corpus|corpora|benchmarks?|treebanks?|data|"
     r"resources?)\b", re.I)
 
-# A paper releasing its code: a URL, or "the code is (publicly) available", "we release our
-# implementation", "open-sourced".
-_URL = re.compile(r"https?://|\bgithub\b|\bgitlab\b|\bbitbucket\b|\bwww\.|\.(?:io|com|org|net)/",
-                  re.I)
+# A paper releasing its code: where to get it (a URL, a package, "upon request"), or "the code
+# is (publicly) available", "we release our implementation", "open-sourced".
+_WHERE_TO_GET = re.compile(r"https?://|\bgithub\b|\bgitlab\b|\bbitbucket\b|\bwww\.|"
+                           r"\.(?:io|com|org|net)/|\bpypi\b|\bpip install\b|\bupon request\b",
+                           re.I)
 _CODE_AVAILABLE = re.compile(
     r"\b(?:code|codes|implementation|source|software|toolkit|library|package|models?|system|tool|"
     r"framework|resources?|scripts?)\b[^.;]{0,80}?\b(?:is|are|will be|has been|have been|be|"
@@ -71,18 +82,49 @@ _DATA_TITLE = re.compile(r"(?:^|:\s*)(?:an?|the)\s+(?:[\w-]+\s+){0,5}?(?:data ?s
 def asked_artifact(question: str) -> str | None:
     """CODE or DATASET when a selecting turn asks which papers release code or make a dataset,
     else None."""
-    if _ASKS_CODE.search(question) and not _CODE_AS_SUBJECT.search(question):
+    if _ASKS_RELEASED.search(question) or (_ASKS_CODE.search(question)
+                                           and not _CODE_AS_SUBJECT.search(question)):
         return CODE
     if _ASKS_DATASET.search(question):
         return DATASET
     return None
 
 
+# Of a question about one paper, one that asks whether or where its code is out: released,
+# available, where, a repository ("is the code of X released?", "is it open source?"), or code
+# as its last word ("is there code?"); not one with "code" in its topic ("when does ranking
+# among code model outputs fall short?", which a selecting turn never is).
+_CODE_LAST = re.compile(r"\b(?:code|codes|implementations?)\W*$", re.I)
+_ASKS_REPOSITORY = re.compile(rf"\b(?:{_REPOSITORY})\b", re.I)
+# …or a model or tool said to be released ("Is the DATE model released?"), which a selecting
+# turn rarely means ("which of these models are available in many languages?").
+_MODEL_RELEASED = re.compile(r"\b(?:models?|tools?|weights)\b[^.?!]{0,80}\b(?:released?|"
+                             r"public(?:ly)? available|downloadable|open[- ]?sourced?)\b", re.I)
+
+
+def asks_whether_released(question: str) -> bool:
+    """Whether a question about a paper asks whether or where its code is out."""
+    return bool(_ASKS_RELEASED.search(question) or _ASKS_REPOSITORY.search(question)
+                or _CODE_LAST.search(question) or _MODEL_RELEASED.search(question))
+
+
+def without_artifact(question: str) -> str:
+    """The turn without the words that ask for an artifact ("is the code available for the
+    second one?" -> "is the for the second one?"): they ask about the papers already shown,
+    never for a topic of their own."""
+    artifact = asked_artifact(question)
+    if artifact == CODE:
+        return _ASKS_CODE.sub(" ", _ASKS_RELEASED.sub(" ", question))
+    if artifact == DATASET:
+        return _ASKS_DATASET.sub(" ", question)
+    return question
+
+
 def releases(artifact: str, title: str, abstract: str) -> bool:
     """Whether the paper (title, abstract) says it releases its code (CODE) or makes a dataset
     (DATASET)."""
     if artifact == CODE:
-        return bool(_URL.search(abstract) or _CODE_AVAILABLE.search(abstract))
+        return bool(_WHERE_TO_GET.search(abstract) or _CODE_AVAILABLE.search(abstract))
     return bool(_MAKES_DATA.search(abstract) or _DATA_TITLE.search(title))
 
 

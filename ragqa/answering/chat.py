@@ -16,8 +16,8 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,6 +96,13 @@ class Session:
         """The papers of the latest turn that cited several: what "which one …" chooses among
         after a turn about one of them ("the second one", then "which of those two …")."""
         return next((t.cited_ids for t in reversed(self.turns) if len(t.cited_ids) > 1), [])
+
+    def list_narrowed(self, papers: Sequence[str]) -> tuple[str, ...]:
+        """The latest list before that holds `papers` and more: the list a selection narrowed
+        ("which of them use routing?" gave two of six; "the LoRA one?" may mean the sixth)."""
+        chosen = set(papers)
+        return next((tuple(t.cited_ids) for t in reversed(self.turns)
+                     if chosen < set(t.cited_ids)), ())
 
     def title_of(self, paper_id: str) -> str:
         for turn in reversed(self.turns):
@@ -240,7 +247,9 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     listed = session.last_listed
     if resolution.selecting and len(cited) < 2 and listed:
         # A choice among one paper is none: it picks among the last list again.
-        return Resolution("select", tuple(listed))
+        resolution = Resolution("select", tuple(listed))
+    if resolution.selecting:
+        return replace(resolution, wider=session.list_narrowed(resolution.papers))
     place = list_place(question) if resolution.kind != "leave" else None
     if place is None or -len(cited) <= place < len(cited) or resolution.selecting:
         return resolution

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragqa.answering.artifacts import CODE, asks_whether_released, releases
 from ragqa.index import lexical
 from ragqa.sources.paper import contribution_sentence
 
@@ -118,39 +119,27 @@ def asked(question: str) -> set[str]:
 _ASKS_FIGURE = re.compile(r"\b(?:how (?:many|much)|by how|how (?:large|big|small|fast|long)\b"
                           r"|what (?:percentage|number|fraction|proportion|share) of)\b",
                           re.IGNORECASE)
-# Any number, in digits or in words: a text without one states no figure.
-_ANY_NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+# Any number, in digits (superscript ones too: LaTeX's "$O(d^2)$" reads "O(d²)"), in words, or
+# a growth rate ("O(d)"): a text without one states no figure.
+_ANY_NUMBER = re.compile(r"\d|[⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉]|[OΘΩÕ]\("
+                         r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
                          r"twelve|\w+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
                          r"hundreds?|thousands?|millions?|billions?|dozens?|half|halv\w*|"
                          r"twice|double\w*|triple\w*|\w*fold|single|magnitudes?|quarters?|"
                          r"thirds?|linear\w*|quadratic\w*|exponential\w*|logarithmic\w*|"
                          r"several|few)\b", re.IGNORECASE)
-# A question whether or where a paper's code (or model) is out, and a text that says it is, or
-# how to get it.
-_ASKS_RELEASE = re.compile(
-    r"\b(?:open[- ]?sourced?|github|gitlab|repositor(?:y|ies))\b"
-    r"|\b(?:code|implementation|model|weights|tool)s?\b[^.?!]{0,80}\b(?:released?|available|"
-    r"public(?:ly)?|download\w*|provided?|shared?|access\w*|online)\b"
-    r"|\b(?:release[sd]?|releasing|publish\w*|provide[sd]?|share[sd]?|download\w*|get)\b"
-    r"[^.?!]{0,80}\b(?:code|implementation)s?\b"
-    r"|\bwhere\b[^.?!]{0,30}\b(?:code|implementation)s?\b", re.IGNORECASE)
-_STATES_RELEASE = re.compile(
-    r"\b(?:code|github|gitlab|open[- ]?source\w*|implementations?|repositor(?:y|ies)|pypi|"
-    r"(?:publicly |freely )?available|released?|releasing|upon request|pip install)\b"
-    r"|https?://|www\.", re.IGNORECASE)
-
-
 def not_stated(question: str, document: str) -> str | None:
     """What the question asks that the paper's title and abstract (`document`) cannot hold, if
     anything: "figure" (a figure asked of a text with no number at all, in digits or words) or
-    "code" (whether or where its code is out, asked of a text that never mentions code, a link
-    or a release). Issue 46: "the abstract does not say", not its nearest sentence. Set on the
+    "code" (whether or where its code is out, asked of a text that does not say it releases
+    its code or where to get it: artifacts.py, one detector for this and a chat's "which ones
+    have code?"). Issue 46: "the abstract does not say", not its nearest sentence. Set on the
     calibrate half of bench/reading/unstated_blind.jsonl (bench/reading/unstated.py): how well
     a sentence reads as the answer did not tell stated from unstated there (balanced accuracy
     0.56), while a text with no number holds no figure whatever the question."""
     if _ASKS_FIGURE.search(question) and not _ANY_NUMBER.search(document):
         return "figure"
-    if _ASKS_RELEASE.search(question) and not _STATES_RELEASE.search(document):
+    if asks_whether_released(question) and not releases(CODE, "", document):
         return "code"
     return None
 

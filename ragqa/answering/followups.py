@@ -22,10 +22,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragqa.answering.artifacts import asked_artifact, asked_many, covers_many, releases
+from ragqa.answering.artifacts import (
+    asked_artifact,
+    asked_many,
+    covers_many,
+    releases,
+    without_artifact,
+)
 from ragqa.answering.facts import abbreviations
 from ragqa.index import lexical
 from ragqa.resources import DATA_DIR
+from ragqa.retrieval.decide import NOT_TOPIC_WORDS
 from ragqa.retrieval.question import (
     ANNOUNCES,
     ORDINAL_WORDS,
@@ -146,7 +153,7 @@ def announces_new_topic(question: str) -> bool:
 
 def content_terms(question: str) -> list[str]:
     """The turn's own content words (stemmed): what it says beyond pointing back."""
-    text = _FRAME_WORDS.sub(" ", REFERS.sub(" ", question))
+    text = _FRAME_WORDS.sub(" ", REFERS.sub(" ", without_artifact(question)))
     return list(dict.fromkeys(lexical.terms(text, query=True)))
 
 
@@ -161,7 +168,9 @@ def cues(question: str, last_rows: list[int], index: LexicalIndex | None) -> np.
     out[2] = bool(ORDINAL.search(question))
     # A selecting frame or a place is no request for a new list ("the RL one?" reads as a
     # bare topic), nor is a question about "it" ("which methods does it analyze?").
-    out[3] = (bool(_NEW_LIST.search(question)) or is_list_question(question)) \
+    # Nor is a request for code or data with no topic of its own ("is there code?").
+    topical = without_artifact(question)
+    out[3] = (bool(_NEW_LIST.search(topical)) or is_list_question(topical)) \
         and not out[1] and not out[2] and not SINGULAR_REF.search(question)
     out[4] = not terms
     if terms and index is not None and last_rows and index.size:
@@ -186,11 +195,14 @@ class Resolution:
     (`papers` the ones pointed at: one for a place in the list), or "leave" them (papers
     empty); or name a place "beyond" the last list ("the fifth one" after three papers:
     `place`, counted from 0, and no papers). `papers` keep the order the last answer listed
-    them in."""
+    them in. A selection among papers an earlier selection narrowed also carries the list it
+    narrowed (`wider`): what "the LoRA one?" picks from when none of the narrowed papers
+    holds LoRA."""
 
     kind: str
     papers: tuple[str, ...] = ()
     place: int | None = None
+    wider: tuple[str, ...] = ()
 
     @property
     def selecting(self) -> bool:
@@ -215,7 +227,8 @@ def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resol
     selects = bool(SELECTS.search(_PLACE_OF_THEM.sub(" ", question)))
     if position is not None and not selects and -len(last) <= position < len(last):
         return Resolution("about", (last[position],))
-    if selects:
+    # "is there code?" after several papers asks which of them give it (artifacts.py).
+    if selects or (len(last) > 1 and asked_artifact(question)):
         return Resolution("select", tuple(last))
     return Resolution("about", tuple(last))
 
@@ -361,6 +374,9 @@ def _property_words(text: str, index: LexicalIndex | None, drop: re.Pattern | No
         word = match.group(0)
         spaced = word.replace("-", " ")
         parts = lexical.terms(drop.sub(" ", spaced) if drop else spaced, query=True)
+        if drop is not None and "-" not in word:
+            # nor a word that names no subject ("between", "based": decide.NOT_TOPIC_WORDS)
+            parts = [p for p in parts if p not in NOT_TOPIC_WORDS]
         if not parts:
             continue
         forms = [set(parts)]
@@ -457,7 +473,7 @@ def _held_share(alternatives: Property, terms: set[str]) -> float:
                / max(sum(weight for _, weight in words), 1e-9) for words in alternatives)
 
 
-_PHRASE_EDGES = re.compile(r"^(?:(?:is|are|about|for|on|in|with|also|uses?|using|does|do|"
+_PHRASE_EDGES = re.compile(r"^(?:(?:'s|is|are|about|for|on|in|with|also|uses?|using|does|do|"
                            r"the|a|an|any|that|which)\s+)+|\s+ones?\s*$", re.IGNORECASE)
 
 

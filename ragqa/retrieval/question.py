@@ -107,7 +107,7 @@ _CONTINUATION = re.compile(
     r"^(?:is|are|was|were|be|been|being|has|have|had|which|that|who|whose|where|when|while|"
     r"whereas|to|into|onto|on|in|for|by|with|from|than|so|then|but|and|or|without|across|"
     r"over|under|within|through|rather)\b", re.IGNORECASE)
-_TOPIC_JOIN = re.compile(r"\s*,\s*(?:or|and)\s+|\s*,\s*|\s+(?:or|and|and/or)\s+",
+_TOPIC_JOIN = re.compile(r"\s*,\s*(?:or|and)\s+|\s*,\s*|\s+(?:or|and|and/or|/)\s+",
                          re.IGNORECASE)
 _TRAILING = re.compile(r"[\s?.!,;:)\]]+$")
 _WORD = re.compile(r"\w+")

@@ -1,0 +1,71 @@
+"""Count ragqa's English phrase regexes (issue 46: "the count of English phrase regexes down by
+at least two thirds").
+
+A compiled pattern (`re.compile(...)` in ragqa/) is an English phrase regex when its source
+text names four or more distinct English words of three letters or more (lower case, outside
+escapes such as `\\b` or `\\w`): a list of wordings ("which|what|one|ones|of"), not a format
+("https?://", "\\d{4}"). Words of URLs and formats (http, https, www, doi, org, com, net, pdf,
+forum, abs) do not count. Patterns in other scripts (Chinese, Japanese, Korean) count apart.
+
+    python bench/understanding/phrase_regexes.py [--root CHECKOUT] [--json] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MIN_WORDS = 4
+_FORMAT_WORDS = {"http", "https", "www", "doi", "org", "com", "net", "pdf", "forum", "abs"}
+_WORD = re.compile(r"(?<![\\\w])[a-z]{3,}")
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def patterns(root: Path) -> list[tuple[str, int, str]]:
+    """(file, line, source text of the pattern argument) of every re.compile in ragqa/."""
+    out = []
+    for path in sorted((root / "ragqa").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "compile" and getattr(node.func.value, "id", "") == "re" \
+                    and node.args:
+                text = ast.get_source_segment(source, node.args[0]) or ""
+                out.append((str(path.relative_to(root)), node.lineno, text))
+    return out
+
+
+def words_of(text: str) -> set[str]:
+    return set(_WORD.findall(text)) - _FORMAT_WORDS
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    found = patterns(args.root)
+    english = [(f, n, t) for f, n, t in found if len(words_of(t)) >= MIN_WORDS]
+    other_script = [(f, n, t) for f, n, t in found if _CJK.search(t)]
+    report = {"compiled": len(found), "english_phrase_regexes": len(english),
+              "words_in_them": sum(len(words_of(t)) for _, _, t in english),
+              "other_script_phrase_regexes": len(other_script),
+              "by_file": dict(Counter(f for f, _, _ in english).most_common())}
+    if args.list:
+        report["list"] = [f"{f}:{n} {len(words_of(t))} words" for f, n, t in english]
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for key, value in report.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
