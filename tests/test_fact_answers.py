@@ -180,6 +180,8 @@ def test_a_follow_up_about_code_says_what_the_abstract_does_not(facts, follow_up
     ("How many layers does X use?", "X uses a single layer.", None),
     # a growth rate, its exponent a superscript ("$O(d^2)$" reads "O(d²)"): fact round 5
     ("How much does X cut the time per sweep?", "X cuts it from O(d²) to O(d).", None),
+    ("How much does the error fall?", "The error falls as d⁻².", None),
+    ("How much does the error fall?", "Our logo(s) show the error falls.", "figure"),
     # words may answer "how well" or "what rate": not asked for a figure
     ("How well does X perform?", "X performs well.", None),
     ("What convergence rate does X reach?", "X converges fast.", None),
@@ -194,6 +196,10 @@ def test_a_follow_up_about_code_says_what_the_abstract_does_not(facts, follow_up
     ("where can I find the repo?", "X ranks programs.", "code"),
     # mentioning code is not releasing it
     ("Is the code of X released?", "X generates code for GPUs.", "code"),
+    # code as the subject of the question is no question about a release
+    ("How does X perform on summarizing source code?", "X summarizes programs.", None),
+    ("What does the model use to repair buggy code?", "X repairs programs.", None),
+    ("Does the paper provide a new benchmark for code generation?", "X writes programs.", None),
 ])
 def test_not_stated_reads_what_is_asked_not_its_words(question, document, missing):
     from ragqa.answering.facts import not_stated

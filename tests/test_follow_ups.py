@@ -429,6 +429,18 @@ def test_is_there_code_after_several_papers_asks_which_of_them_give_it(seeded):
     cited = [c["title"] for c in second["citations"]]
     assert cited and {c["paper_id"] for c in second["citations"]} <= shown
     assert "DVPD" in cited  # "Code and audio samples are available at https://github.com/…"
+    assert len(cited) < len(shown), "a selection, not every paper shown"
+
+
+def test_words_that_name_no_subject_do_not_weigh_in_a_property():
+    """"the routing/gating between experts": "between" counted as much as "gating", so the
+    paper on a gating function over LoRA experts, which never writes "between", lost."""
+    from ragqa.answering.followups import asked_property
+
+    words = [{term for forms, _ in alternative for form in forms for term in form}
+             for alternative in asked_property("which ones deal with the routing/gating "
+                                               "between experts", None)]
+    assert words == [{"rout"}, {"gate", "expert"}]
 
 
 def test_a_selection_none_of_the_narrowed_papers_holds_picks_from_the_list_narrowed(seeded):
@@ -446,6 +458,13 @@ def test_a_selection_none_of_the_narrowed_papers_holds_picks_from_the_list_narro
     assert len(titles) >= 2 and "Hibiki-Zero" not in titles
     assert [c["title"] for c in picked["citations"]] == ["Hibiki-Zero"]
     assert "Hibiki-Zero" in [c["title"] for c in listed["citations"]]
+    assert picked["answer"].startswith(f"None of the last answer's {len(titles)} papers does")
+    assert {p["title"] for p in picked["papers"]} <= {*titles, "Hibiki-Zero"}
+    # A turn that points at the narrowed papers means them: none of those two translates.
+    turns[2] = "does either of those two do translation?"
+    result = seeded("chat", "--json", input="\n".join(turns) + "\n")
+    either = [json.loads(line) for line in result.stdout.splitlines() if line.strip()][2]
+    assert "Hibiki-Zero" not in [c["title"] for c in either["citations"]]
 
 
 @pytest.mark.parametrize(("turn", "kind"), [

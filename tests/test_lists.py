@@ -243,6 +243,18 @@ def test_alternatives_set_apart_by_a_slash_are_each_a_part_of_the_topic(seeded):
     assert "Moshi-RAG" in listed
 
 
+def test_a_question_not_worded_as_a_list_is_decided_as_one_when_its_cut_keeps_nothing(seeded):
+    """"what lets … ?" is read as no list question; the claims' cut kept no paper, and the
+    answer said none of the papers addresses it, with Moshi-RAG among the closest matches. It
+    is decided as a list too: here the gate doubts the topic, so its papers are folded."""
+    question = "what lets a spoken dialogue model answer factual questions while it keeps talking"
+    assert not is_list_question(question)
+    answer = json.loads(seeded("ask", question, "--json").stdout)
+    assert "is clearly about" in answer["answer"] and not answer["citations"]
+    assert "Moshi-RAG" in [p["title"] for p in answer["papers"]]
+    assert {p["tier"] for p in answer["papers"]} == {"tail"}
+
+
 def test_a_topic_one_paper_states_is_listed(seeded, tmp_path):
     """The gate judges a topic by its best three papers; a topic one paper of the collection
     holds word for word is there all the same."""

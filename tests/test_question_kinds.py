@@ -57,6 +57,9 @@ def test_the_shipped_model_reads_its_fresh_blind_set_as_the_fit_reported():
     ("any work on pruning vision transformers?", True),
     ("Has anyone tried diffusion models for tabular data?", True),
     ("graph neural networks for traffic forecasting", True),
+    # wordings that do not say "papers" (wordings2.jsonl's calibrate half, session 30)
+    ("which methods speed up exact k-means clustering", True),
+    ("What are the ways to estimate treatment effects from observational data?", True),
     ("what's its accuracy?", False),
     ("does it release code?", False),
     ("Dropout reduces overfitting in small networks.", False),

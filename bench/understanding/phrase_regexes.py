@@ -4,7 +4,8 @@ at least two thirds").
 A compiled pattern (`re.compile(...)` in ragqa/) is an English phrase regex when its source
 text names four or more distinct English words of three letters or more (lower case, outside
 escapes such as `\\b` or `\\w`): a list of wordings ("which|what|one|ones|of"), not a format
-("https?://", "\\d{4}"). Words of URLs and formats (http, https, www, doi, org, com, net, pdf,
+("https?://", "\\d{4}"); the module's string constants a pattern names count as its text.
+Words of URLs and formats (http, https, www, doi, org, com, net, pdf,
 forum, abs) do not count. Patterns in other scripts (Chinese, Japanese, Korean) count apart.
 
     python bench/understanding/phrase_regexes.py [--root CHECKOUT] [--json] [--list]
@@ -27,15 +28,24 @@ _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def patterns(root: Path) -> list[tuple[str, int, str]]:
-    """(file, line, source text of the pattern argument) of every re.compile in ragqa/."""
+    """(file, line, source text of the pattern argument) of every re.compile in ragqa/, with
+    the text of the module's string constants it names (`rf"…{_WORDS}…"`, `"…" + _WORDS`)
+    written out: a shared word list counts in every pattern that uses it."""
     out = []
     for path in sorted((root / "ragqa").rglob("*.py")):
         source = path.read_text(encoding="utf-8")
-        for node in ast.walk(ast.parse(source)):
+        tree = ast.parse(source)
+        constants = {t.id: ast.get_source_segment(source, node.value) or ""
+                     for node in tree.body if isinstance(node, ast.Assign)
+                     for t in node.targets if isinstance(t, ast.Name)
+                     and isinstance(node.value, (ast.Constant, ast.JoinedStr, ast.BinOp))}
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr == "compile" and getattr(node.func.value, "id", "") == "re" \
                     and node.args:
                 text = ast.get_source_segment(source, node.args[0]) or ""
+                named = {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)}
+                text += " ".join(constants[n] for n in sorted(named) if n in constants)
                 out.append((str(path.relative_to(root)), node.lineno, text))
     return out
 

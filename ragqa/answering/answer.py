@@ -586,6 +586,7 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
     contribution = bool(_ASKS_CONTRIBUTION.search(question))
     selecting = referred.selecting
     found = hits  # with the list a selection narrowed (`referred.wider`), if any
+    lead = ""
     hits = in_listed_order([h for h in found if h.paper.paper_id in referred.papers],
                            referred.papers)
     closest_only = False
@@ -594,15 +595,15 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
         selection = selected(query, [(h.paper.title, h.paper.text) for h in hits], index,
                              cross_encoder().score)
         if not selection.picks and referred.wider:
-            # None of the narrowed papers holds it, nor reads as holding it ("which of those
-            # two …" keeps the one the reader finds closest): the list they were narrowed from
-            # may.
+            # None of the narrowed papers holds it, nor reads as holding it: the list they were
+            # narrowed from may, and the answer says that is where it looked.
             wider = in_listed_order([h for h in found if h.paper.paper_id in referred.wider],
                                     referred.wider)
             widened = selected(query, [(h.paper.title, h.paper.text) for h in wider], index,
                                cross_encoder().score)
             if widened.picks and widened.worded:
                 hits, selection = wider, widened
+                lead = message("answer.widened", language, count=len(referred.papers))
         kept, closest_only = [hits[i] for i in selection.picks], not selection.worded
     elif contribution:
         kept = list(hits)
@@ -633,6 +634,8 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
     if closest_only:
         lines.insert(0, message("answer.closest_referred", language,
                                 topic=property_phrase(query)))
+    if lead:
+        lines.insert(0, lead)
     return CheckedText("\n\n".join(lines), citations, 0)
 
 
@@ -741,10 +744,13 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     what it accepts. `referred`: a chat turn's earlier papers (followups.resolve), the only
     ones searched; offline, the turn is answered from them as a follow-up. A list's less
     certain papers (its tail) are folded below the answer, or listed under it (`unfold`)."""
+    searched_filters = filters
     if referred is not None and referred.papers:
-        # Offline, a selection may fall back on the list it narrowed (follow_up_answer).
-        filters = Filters(paper_ids=frozenset(referred.papers)
-                          | frozenset(referred.wider if llm is None else ()))
+        filters = Filters(paper_ids=frozenset(referred.papers))
+        # Offline, a selection may fall back on the list it narrowed (follow_up_answer); the
+        # closest matches are still of the referred papers alone.
+        searched_filters = Filters(paper_ids=filters.paper_ids
+                                   | frozenset(referred.wider if llm is None else ()))
     started = time.monotonic()
     settings = retriever.store.settings
     if llm:  # a broken prompt file is told before any call to the model is paid for
@@ -776,9 +782,10 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     searched = time.monotonic()
     # A machine translation's words are not the user's ("脉冲神经网络" came back as "pulse neural
     # networks"): no word rule may silence it (search_foreign searches it so).
+    listing = is_list_question(question) or is_list_question(query)
     screener = screener_for(retriever, llm, screen,
                             offline=lambda: search(k=None, cut=not follow_up).hits) \
-        if is_list_question(question) or is_list_question(query) else None
+        if listing else None
     screened = None
     if screener is not None:
         # The judge reads the ranking, not the offline cut's list; deeper than it will read,
@@ -792,18 +799,19 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     else:
         # A list is searched whole, so that its folded tail is counted whole; the model reads
         # at most MAX_SOURCES of its core (below).
-        listing = is_list_question(question) or is_list_question(query)
         limit = k or (MAX_SOURCES if llm and not listing else None)
         result = (search(k=limit, cut=not follow_up) if foreign
-                  else retriever.search(query, k=limit, filters=filters, cut=not follow_up,
+                  else retriever.search(query, k=limit, filters=searched_filters,
+                                        cut=not follow_up,
                                         word_rules=not translated))
     listed_anyway = False
-    if screener is None and not result.hits and not follow_up and not foreign \
+    if llm is None and not listing and not result.hits and not follow_up and not foreign \
             and names_a_topic(query):
-        # A question not worded as a list request whose claims' cut finds no paper ("what
-        # approaches let a network learn tasks one after another …?") may still name a topic
-        # the collection has: when the list decision keeps papers for it, they are the answer,
-        # not "none of the papers addresses it" beside them as closest matches.
+        # Offline, a question not worded as a list request whose claims' cut finds no paper
+        # ("what lets a spoken dialogue model answer factual questions while it keeps
+        # talking") may still name a topic the collection has: the papers the list decision
+        # keeps for it are the answer (folded, when its gate doubts the topic), not "none of
+        # the papers addresses it" beside them as closest matches.
         as_list = retriever.search(query, k=k, filters=filters, rule=LIST_MODEL,
                                    word_rules=not translated)
         if as_list.hits:
@@ -821,6 +829,9 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
     written = None
     if follow_up:
         checked = follow_up_answer(question, query, hits, referred, language, retriever.lexical)
+        shown = {*referred.papers, *(c.paper_id for c in checked.citations)}
+        hits = [h for h in hits if h.paper.paper_id in shown]
+        tail = [h for h in tail if h.paper.paper_id in shown]
     elif not hits and tail:  # a topic the list decision doubts: no answer, its papers folded
         checked = doubted_answer(query, tail, total, language, unfold)
     elif llm is None:

@@ -20,25 +20,29 @@ CODE = "code"
 DATASET = "dataset"
 
 # A turn asking for released code: "code", "implementation", a repository, "open source"; not
-# code as a subject ("code-switching", "code search", "source code summarization", "hash codes
-# for", "generates code", "works on source code").
+# code as a field's subject ("code-switching", "code search", "source code summarization",
+# "generates code", "repair buggy code", "works on source code"), nor codes that are no
+# software ("hash codes for", "binary codes").
+_CODE_WORDS = r"code|codes|implementation"
 _REPOSITORY = r"github|gitlab|repos?|repositor(?:y|ies)|open[- ]?source[sd]?"
-_ASKS_CODE = re.compile(rf"\b(?:code|codes|implementations?|{_REPOSITORY})\b", re.I)
-_CODE_AS_SUBJECT = re.compile(
+_RELEASE_WORDS = (r"release[sd]?|releasing|available|public(?:ly)?|download\w*|shared?|"
+                  r"accessible|online|publish\w*|provide[sd]?")
+_ASKS_CODE = re.compile(rf"\b(?:{_CODE_WORDS}|{_REPOSITORY})\b", re.I)
+_CODE_TOPIC = re.compile(
     r"\bcode[- ](?:switch|mix|search|complet|generat|summar|clone|review|smell)|"
-    r"\bsource code\s+(?:summar|generat)|\b(?:hash|binary|error[- ]correcting)\s+codes?\b|"
-    r"\bcodes?\s+(?:for|of)\b|\b(?:generat|writ|complet|synthes|summar|translat|understand|"
-    r"repair|search|model|analy[sz])\w*\s+(?:\w+\s+){0,2}?code\b|\b(?:works?|working|focus\w*)\s+"
-    r"(?:on|with)\s+(?:source\s+)?code\b", re.I)
-# …or asking whether or where it is out, even where "code" reads as a subject ("is the code of
-# X released?", "where can I find their implementation?"); not "what does their implementation
-# need access to?" (fact round 4).
+    r"\bsource code\s+(?:summar|generat)|\b(?:generat|writ|complet|synthes|summar|translat|"
+    r"understand|repair|search|analy[sz])\w*\s+(?:\w+\s+){0,2}?code\b|"
+    r"\b(?:works?|working|focus\w*)\s+(?:on|with)\s+(?:source\s+)?code\b", re.I)
+_OTHER_CODES = re.compile(r"\b(?:hash|binary|error[- ]correcting)\s+codes?\b|"
+                          r"\bcodes?\s+(?:for|of)\b", re.I)
+# …or whether or where it is out, said with a word of release, even where "code of" would read
+# as another code ("is the code of X released?", "where can I find their implementation?"); not
+# "what does their implementation need access to?" (fact round 4).
 _ASKS_RELEASED = re.compile(
-    r"\b(?:code|implementation|weights)s?\b[^.?!]{0,80}\b(?:released?|available|"
-    r"public(?:ly)?|download\w*|shared?|accessible|online)\b"
-    r"|\b(?:release[sd]?|releasing|publish\w*|provide[sd]?|share[sd]?|download\w*)\b"
-    r"[^.?!]{0,80}\b(?:code|implementation)s?\b"
-    r"|\bwhere\b[^.?!]{0,30}\b(?:code|implementation|repo|repository)s?\b", re.I)
+    rf"\b(?:{_CODE_WORDS})s?\b[^.?!]{{0,80}}\b(?:{_RELEASE_WORDS})\b"
+    rf"|\b(?:{_RELEASE_WORDS})\b[^.?!]{{0,80}}\b(?:{_CODE_WORDS})s?\b"
+    rf"|\bwhere\b[^.?!]{{0,30}}\b(?:{_CODE_WORDS}|repo|repository)s?\b", re.I)
+_ARTIFACT_WORDS = re.compile(rf"\b(?:{_CODE_WORDS}|{_REPOSITORY}|{_RELEASE_WORDS})\b", re.I)
 # A turn asking for a new dataset: a verb of making (or "new") a few words before a word for data
 # ("put out new datasets", "release annotated data", "introduce their own dataset").
 _ASKS_DATASET = re.compile(
@@ -82,39 +86,45 @@ _DATA_TITLE = re.compile(r"(?:^|:\s*)(?:an?|the)\s+(?:[\w-]+\s+){0,5}?(?:data ?s
 def asked_artifact(question: str) -> str | None:
     """CODE or DATASET when a selecting turn asks which papers release code or make a dataset,
     else None."""
-    if _ASKS_RELEASED.search(question) or (_ASKS_CODE.search(question)
-                                           and not _CODE_AS_SUBJECT.search(question)):
+    if _CODE_TOPIC.search(question):
+        return DATASET if _ASKS_DATASET.search(question) else None
+    if _ASKS_CODE.search(question) and not _OTHER_CODES.search(question) \
+            or _ASKS_RELEASED.search(question) and not _ASKS_DATASET.search(question):
         return CODE
     if _ASKS_DATASET.search(question):
         return DATASET
     return None
 
 
-# Of a question about one paper, one that asks whether or where its code is out: released,
-# available, where, a repository ("is the code of X released?", "is it open source?"), or code
-# as its last word ("is there code?"); not one with "code" in its topic ("when does ranking
-# among code model outputs fall short?", which a selecting turn never is).
+# Of a question about one paper, one that asks whether or where its code is out: a word of
+# release ("is the code of X released?"), a repository ("is it open source?"), a model said to
+# be released ("Is the DATE model released?"), or code as the last word of a short question
+# ("is there code?"); never code as its subject ("How does CodeT5 do on summarizing source
+# code?", "… code model outputs …").
 _CODE_LAST = re.compile(r"\b(?:code|codes|implementations?)\W*$", re.I)
 _ASKS_REPOSITORY = re.compile(rf"\b(?:{_REPOSITORY})\b", re.I)
-# …or a model or tool said to be released ("Is the DATE model released?"), which a selecting
-# turn rarely means ("which of these models are available in many languages?").
 _MODEL_RELEASED = re.compile(r"\b(?:models?|tools?|weights)\b[^.?!]{0,80}\b(?:released?|"
                              r"public(?:ly)? available|downloadable|open[- ]?sourced?)\b", re.I)
+# A question of this many words at most that ends in "code" asks for nothing else.
+SHORT_QUESTION_WORDS = 6
 
 
 def asks_whether_released(question: str) -> bool:
     """Whether a question about a paper asks whether or where its code is out."""
+    if _CODE_TOPIC.search(question):
+        return False
+    short = len(question.split()) <= SHORT_QUESTION_WORDS and _CODE_LAST.search(question)
     return bool(_ASKS_RELEASED.search(question) or _ASKS_REPOSITORY.search(question)
-                or _CODE_LAST.search(question) or _MODEL_RELEASED.search(question))
+                or _MODEL_RELEASED.search(question) or short)
 
 
 def without_artifact(question: str) -> str:
-    """The turn without the words that ask for an artifact ("is the code available for the
-    second one?" -> "is the for the second one?"): they ask about the papers already shown,
-    never for a topic of their own."""
+    """The turn without its words for code, a repository or a release ("is the code for X
+    available?" -> "is the for X ?"), or for a new dataset: they ask about the papers already
+    shown, never for a topic of their own."""
     artifact = asked_artifact(question)
     if artifact == CODE:
-        return _ASKS_CODE.sub(" ", _ASKS_RELEASED.sub(" ", question))
+        return _ARTIFACT_WORDS.sub(" ", question)
     if artifact == DATASET:
         return _ASKS_DATASET.sub(" ", question)
     return question

@@ -25,6 +25,7 @@ from ragqa.answering.answer import Answer, Citation, answer_question, detect_lan
 from ragqa.answering.followups import (
     PLACE_BY_NUMBER,
     PLURAL_REF,
+    REFERS,
     SINGULAR_REF,
     Resolution,
     list_place,
@@ -98,11 +99,15 @@ class Session:
         return next((t.cited_ids for t in reversed(self.turns) if len(t.cited_ids) > 1), [])
 
     def list_narrowed(self, papers: Sequence[str]) -> tuple[str, ...]:
-        """The latest list before that holds `papers` and more: the list a selection narrowed
-        ("which of them use routing?" gave two of six; "the LoRA one?" may mean the sixth)."""
+        """The list a selection narrowed to `papers`: the papers of the turn that cited before
+        the one that cited them, when it holds them and more ("which of them use routing?" gave
+        two of six; "the LoRA one?" may mean the sixth)."""
+        cited = [t.cited_ids for t in self.turns if t.cited_ids]
         chosen = set(papers)
-        return next((tuple(t.cited_ids) for t in reversed(self.turns)
-                     if chosen < set(t.cited_ids)), ())
+        for last, before in zip(reversed(cited), list(reversed(cited))[1:], strict=False):
+            if set(last) == chosen:
+                return tuple(before) if chosen < set(before) else ()
+        return ()
 
     def title_of(self, paper_id: str) -> str:
         for turn in reversed(self.turns):
@@ -248,7 +253,8 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     if resolution.selecting and len(cited) < 2 and listed:
         # A choice among one paper is none: it picks among the last list again.
         resolution = Resolution("select", tuple(listed))
-    if resolution.selecting:
+    if resolution.selecting and not REFERS.search(question):
+        # (not when the turn points at them: "does either of those two …" means those two)
         return replace(resolution, wider=session.list_narrowed(resolution.papers))
     place = list_place(question) if resolution.kind != "leave" else None
     if place is None or -len(cited) <= place < len(cited) or resolution.selecting:

@@ -121,7 +121,7 @@ _ASKS_FIGURE = re.compile(r"\b(?:how (?:many|much)|by how|how (?:large|big|small
                           re.IGNORECASE)
 # Any number, in digits (superscript ones too: LaTeX's "$O(d^2)$" reads "O(d²)"), in words, or
 # a growth rate ("O(d)"): a text without one states no figure.
-_ANY_NUMBER = re.compile(r"\d|[⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉]|[OΘΩÕ]\("
+_ANY_NUMBER = re.compile(r"\d|[⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉]|(?-i:\b[OΘΩÕ]\()"
                          r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
                          r"twelve|\w+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
                          r"hundreds?|thousands?|millions?|billions?|dozens?|half|halv\w*|"

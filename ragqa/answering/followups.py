@@ -367,6 +367,9 @@ def asked_property(question: str, index: LexicalIndex | None) -> Property:
     return alternatives
 
 
+_CONTRASTING = frozenset(lexical.terms("without against versus vs than"))
+
+
 def _property_words(text: str, index: LexicalIndex | None, drop: re.Pattern | None
                     ) -> list[tuple[list[set[str]], float]]:
     words = []
@@ -375,8 +378,9 @@ def _property_words(text: str, index: LexicalIndex | None, drop: re.Pattern | No
         spaced = word.replace("-", " ")
         parts = lexical.terms(drop.sub(" ", spaced) if drop else spaced, query=True)
         if drop is not None and "-" not in word:
-            # nor a word that names no subject ("between", "based": decide.NOT_TOPIC_WORDS)
-            parts = [p for p in parts if p not in NOT_TOPIC_WORDS]
+            # nor a word that names no subject ("between", "via": decide.NOT_TOPIC_WORDS), but
+            # one that turns the property round ("trained without labels") still counts
+            parts = [p for p in parts if p not in NOT_TOPIC_WORDS or p in _CONTRASTING]
         if not parts:
             continue
         forms = [set(parts)]
