@@ -128,15 +128,18 @@ _ANY_NUMBER = re.compile(r"\d|[⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆�
                          r"twice|double\w*|triple\w*|\w*fold|single|magnitudes?|quarters?|"
                          r"thirds?|linear\w*|quadratic\w*|exponential\w*|logarithmic\w*|"
                          r"several|few)\b", re.IGNORECASE)
+
+
 def not_stated(question: str, document: str) -> str | None:
     """What the question asks that the paper's title and abstract (`document`) cannot hold, if
     anything: "figure" (a figure asked of a text with no number at all, in digits or words) or
     "code" (whether or where its code is out, asked of a text that does not say it releases
-    its code or where to get it: artifacts.py, one detector for this and a chat's "which ones
-    have code?"). Issue 46: "the abstract does not say", not its nearest sentence. Set on the
-    calibrate half of bench/reading/unstated_blind.jsonl (bench/reading/unstated.py): how well
-    a sentence reads as the answer did not tell stated from unstated there (balanced accuracy
-    0.56), while a text with no number holds no figure whatever the question."""
+    its code or where to get it: artifacts.asks_whether_released and artifacts.releases, whose
+    words for code and release a chat's "which ones have code?" shares). Issue 46: "the
+    abstract does not say", not its nearest sentence. Set on the calibrate half of
+    bench/reading/unstated_blind.jsonl (bench/reading/unstated.py): how well a sentence reads
+    as the answer did not tell stated from unstated there (balanced accuracy 0.56), while a
+    text with no number holds no figure whatever the question."""
     if _ASKS_FIGURE.search(question) and not _ANY_NUMBER.search(document):
         return "figure"
     if asks_whether_released(question) and not releases(CODE, "", document):
