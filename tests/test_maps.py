@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragqa.maps.fields import field_names, field_vectors, research_fields
+from ragqa.models.encoders import LocalMiniLM
+
 from .conftest import FULL_DUPLEX, Ragqa
 from .test_web import (  # noqa: F401 (fixtures)
     _css,
@@ -27,6 +30,7 @@ from .test_web import (  # noqa: F401 (fixtures)
     web_home,
 )
 
+FIELD_NAMES = {field.name for field in research_fields()}
 MLCONF = Path(__file__).resolve().parents[2] / "shared" / "data" / "mlconf" / "corpus.jsonl.gz"
 
 # Where screenshots go besides the test's temp folder (set it to look at them after a run).
@@ -73,9 +77,14 @@ def test_the_map_places_every_paper_in_named_themes_and_is_kept(seeded, home):
     assert sum(t["papers"] for t in first["themes"]) == 29
     for theme in first["themes"]:
         # Names a reader understands: words, no truncated phrase, no stray capitals.
-        assert re.fullmatch(r"[A-Z][\w\- ]+", theme["name"]), theme["name"]
-        assert not theme["name"].endswith((" and", " of", " for", " the"))
+        assert re.fullmatch(r"[A-Z][\w\- ,]+", theme["name"]), theme["name"]
+        assert not theme["name"].endswith((" and", " of", " for", " the", ","))
     assert {t for t in points["theme"]} == set(range(len(first["themes"])))
+    # Themes are named after research fields: the seeds' full-duplex dialogue papers are a
+    # theme of dialogue, not of a phrase one of them repeats.
+    assert any("Dialogue" in t["name"] for t in first["themes"])
+    assert all(t["name"] in FIELD_NAMES or ", " in t["name"] or " and " in t["name"]
+               for t in first["themes"])
     # Computed once per state of the collection: the second call reads it back.
     second = _map_json(seeded)
     assert second["seconds"] == 0 and second["points"] == points
@@ -584,6 +593,52 @@ def test_a_placed_paper_takes_a_sub_theme_of_its_own_theme():
     sub = np.array([0 if y < 0.5 else 1 for _, y in left] + [-1] * 400 + [-1, -1])
     placed = _placed_subthemes(points, labels, sub, list(range(600)), [600, 601])
     assert placed.tolist() == [0, -1]
+
+
+# ---------------------------------------------------------------- names from research fields
+
+_ABSTRACTS = {
+    "rl": ["We train an agent with deep reinforcement learning to maximise reward in Atari games "
+           "using a value function and off-policy Q-learning updates.",
+           "A policy gradient method for continuous control: the agent's policy is improved from "
+           "rewards collected in MuJoCo environments.",
+           "Exploration in reinforcement learning: an intrinsic reward helps agents find sparse "
+           "rewards in hard Markov decision processes."],
+    "mt": ["A neural machine translation model translates German sentences into English with an "
+           "attention-based encoder-decoder and improves BLEU.",
+           "Low-resource translation between English and Nepali with back-translation of "
+           "monolingual text.",
+           "We study word order in the decoder of a Transformer translation system across ten "
+           "language pairs."],
+}
+
+
+def _groups(*kinds: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    texts = [text for kind in kinds for text in _ABSTRACTS[kind]]
+    vectors = LocalMiniLM().embed(texts)
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors, [np.arange(3 * k, 3 * k + 3) for k in range(len(kinds))]
+
+
+def test_themes_are_named_after_the_field_nearest_their_papers():
+    vectors, groups = _groups("rl", "mt")
+    rl, mt = field_names(vectors, groups, field_vectors(LocalMiniLM()))
+    assert "reinforcement learning" in rl.lower() and "translation" in mt.lower(), (rl, mt)
+
+
+def test_two_themes_of_one_field_are_told_apart_by_a_second_field():
+    vectors, groups = _groups("rl", "rl", "mt")
+    first, second, third = field_names(vectors, [groups[0], groups[0], groups[2]],
+                                       field_vectors(LocalMiniLM()))
+    assert first != second and "translation" in third.lower()
+    # The one named second keeps the field and adds another: "X and Y" or "X, Y".
+    assert second.startswith(first.split(" and ")[0].split(",")[0])
+
+
+def test_every_research_field_has_a_name_and_a_description():
+    fields = research_fields()
+    assert len(fields) >= 100 and len({f.name for f in fields}) == len(fields)
+    assert all(not f.name[0].islower() and len(f.description.split()) >= 5 for f in fields)
 
 
 # ---------------------------------------------------------------- names written by an LLM

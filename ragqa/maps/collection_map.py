@@ -5,10 +5,12 @@ beside the snapshots, in `maps/` of the collection's local folder. When papers w
 since the last map, they are placed among their neighbours on it (`layout.place`) instead of
 laying everything out again, up to RELAYOUT_SHARE of the map; removed papers just leave it.
 Themes are regions of the map (maps.regions: the points grouped where the layout puts them),
-as many as the summaries' rule gives the collection, and are named by the summaries' namer;
-a paper placed later takes the theme of its neighbours on the map. Papers far from every group
-are in no theme (`regions.NOISE`); a collection of SUBTHEMES_FROM papers or more has sub-themes
-inside its larger themes, named among their siblings.
+as many as the summaries' rule gives the collection, and are named after the research field
+nearest their papers (maps.fields; by the summaries' namer, from the papers' own phrases, when
+the fields cannot be embedded); a paper placed later takes the theme of its neighbours on the
+map. Papers far from every group are in no theme (`regions.NOISE`); a collection of
+SUBTHEMES_FROM papers or more has sub-themes inside its larger themes, named among their
+siblings by the summaries' namer.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import numpy as np
 
 from ragqa.answering.messages import message
 from ragqa.answering.summarize import OTHER, choose_themes, theme_names
-from ragqa.errors import require_extra
+from ragqa.errors import EmbeddingError, require_extra
 from ragqa.index.store import local_dir
+from ragqa.maps.fields import field_names, field_vectors
 from ragqa.maps.layout import fit_layout, method_name, place
 from ragqa.maps.regions import NOISE, apart, label_by_neighbours, map_regions, split_regions
 from ragqa.sources.paper import Paper
@@ -51,7 +54,7 @@ NAMING_PAPERS = 400
 # the size at which the new user of issue 48 could no longer read the map.
 SUBTHEMES_FROM = 2_000
 SPLIT_FROM = 200
-CACHE_VERSION = 3  # raise it when the layout, the themes or their names are made differently
+CACHE_VERSION = 4  # raise it when the layout, the themes or their names are made differently
 KEEP_MAPS = 2  # cached maps kept per collection: the newest ones
 
 Progress = Callable[[str], None]
@@ -102,7 +105,7 @@ def collection_map(retriever: Retriever, progress: Progress | None = None) -> Co
     latest = _read_latest(folder)
     data = _extended(latest, ids, vectors) if latest is not None else None
     if data is None:
-        data = _computed(papers, vectors, say)
+        data = _computed(papers, vectors, say, _fields(retriever))
     data["state"] = state
     data["seconds"] = time.perf_counter() - started
     _write(folder, state, data)
@@ -111,7 +114,17 @@ def collection_map(retriever: Retriever, progress: Progress | None = None) -> Co
 
 # ------------------------------------------------------------------ computing
 
-def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress) -> dict:
+def _fields(retriever: Retriever) -> np.ndarray | None:
+    """The research fields as the collection's encoder embeds them; None (the themes are
+    named from their papers' phrases) when a remote embedder cannot be reached."""
+    try:
+        return field_vectors(retriever.store.encoder)
+    except EmbeddingError:
+        return None
+
+
+def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress,
+              fields: np.ndarray | None = None) -> dict:
     n = len(papers)
     points = fit_layout(vectors, progress=say)
     say(f"Grouping {n:,} papers into themes")
@@ -121,8 +134,9 @@ def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress) -> di
     sub, parents = _subthemes(points, vectors, labels) if n >= SUBTHEMES_FROM else (
         np.full(n, NOISE, dtype=np.int64), [])
     say("Naming the themes")
-    names = _names(papers, vectors, [np.flatnonzero(labels == t)
-                                     for t in range(int(labels.max()) + 1)])
+    themes = [np.flatnonzero(labels == t) for t in range(int(labels.max()) + 1)]
+    names = field_names(vectors, themes, fields) if fields is not None and themes else \
+        _names(papers, vectors, themes)
     subnames = [""] * len(parents)
     for theme in sorted(set(parents)):
         siblings = [j for j, parent in enumerate(parents) if parent == theme]
