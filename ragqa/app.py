@@ -389,7 +389,7 @@ def paper_map(retriever: Retriever, request: MapRequest,
         result = map_naming.llm_named(result, llm, retriever.store.settings,
                                       maps.maps_folder(retriever), on_progress)
     else:
-        result = {**result, "naming": map_naming.offline_naming()}
+        result = {**result, "naming": map_naming.offline_naming(result)}
     if request.highlight:
         hits = whole_list(search(retriever, SearchRequest(question=request.highlight),
                                  sentences=False).hits)

@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragqa.maps.fields import field_names, field_vectors, research_fields
+from ragqa.maps.fields import field_names, field_vectors, joined, research_fields
 from ragqa.models.encoders import LocalMiniLM
 
 from .conftest import FULL_DUPLEX, Ragqa
+from .helpers.ingest import _env
+from .helpers.llm_server import Reply
 from .test_web import (  # noqa: F401 (fixtures)
     _css,
     _open,
@@ -633,6 +635,54 @@ def test_two_themes_of_one_field_are_told_apart_by_a_second_field():
     assert first != second and "translation" in third.lower()
     # The one named second keeps the field and adds another: "X and Y" or "X, Y".
     assert second.startswith(first.split(" and ")[0].split(",")[0])
+
+
+def test_two_fields_join_into_one_name_as_a_reader_writes_it():
+    assert joined("Stochastic optimization", "Gaussian processes") == \
+        "Stochastic optimization and Gaussian processes"  # a name keeps its capital
+    assert joined("Machine translation", "Multi-armed bandits") == \
+        "Machine translation and multi-armed bandits"
+    # A comma where a name has its own "and": not "Vision and language and multimodal learning".
+    assert joined("Vision and language", "Multimodal learning") == \
+        "Vision and language, multimodal learning"
+    assert joined("Question answering", None) == "Question answering"
+
+
+def _stored_naming(home: Path, collection: str) -> str:
+    newest = max((home / "indexes" / "local" / collection / "maps").glob("map-*.npz"),
+                 key=lambda path: path.stat().st_mtime)
+    with np.load(newest) as stored:
+        return json.loads(str(stored["meta"]))["named_by"]
+
+
+def test_fields_a_remote_embedder_cannot_embed_leave_phrase_names_until_it_can(
+        ragqa, home, seeds_copy, llm_server, tmp_path):
+    env = _env(llm_server)
+    assert ragqa("ingest", str(seeds_copy), "--quiet", "-c", "remote", **env).exit_code == 0
+    descriptions = {field.description for field in research_fields()}
+    llm_server.embed_reply = lambda n, body: Reply(status=400) if descriptions & set(
+        body["input"]) else None
+    failed = ragqa("map", "-c", "remote", "--json", **env)
+    assert failed.exit_code == 0, failed.output
+    assert json.loads(failed.output)["named_by"] == "phrases"
+    assert "research fields could not be embedded" in json.loads(
+        failed.output)["naming"]["notice"]
+    assert _stored_naming(home, "remote") == "phrases"
+    told = ragqa("map", "-c", "remote", **env)  # read from the cache: still said
+    assert "research fields could not be embedded" in " ".join(told.stderr.split())
+    # The embedder answers again: the next map (one paper added, placed on the old layout)
+    # names the themes by fields.
+    llm_server.embed_reply = lambda n, body: None
+    later = tmp_path / "later.jsonl"
+    later.write_text(json.dumps({"_id": "later-1", "title": "Full-duplex spoken dialogue",
+                                 "text": "A spoken dialogue model that listens while it "
+                                         "speaks."}) + "\n", encoding="utf-8")
+    assert ragqa("ingest", str(later), "--quiet", "-c", "remote", **env).exit_code == 0
+    shown = json.loads(ragqa("map", "-c", "remote", "--json", **env).output)
+    assert shown["papers"] == 30 and shown["placed"] == 1 and shown["named_by"] == "fields"
+    assert _stored_naming(home, "remote") == "fields" and not shown["naming"]["notice"]
+    assert all(t["name"] in FIELD_NAMES or ", " in t["name"] or " and " in t["name"]
+               for t in shown["themes"])
 
 
 def test_every_research_field_has_a_name_and_a_description():

@@ -124,6 +124,12 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                                    "the list is ragqa's own, not read by the model.",
         "notice.map_names_failed": "The model could not name the map's themes ({reason}): "
                                    "they keep ragqa's own names.",
+        "notice.map_fields_failed": "The embedder could not embed the research fields "
+                                    "({reason}): the themes are named from their papers' "
+                                    "phrases.",
+        "notice.map_named_by_phrases": "The research fields could not be embedded for this "
+                                       "map: its themes are named from their papers' phrases "
+                                       "until papers are added and it can.",
         "marks.header": "Re-ranked with your marks ({more} relevant, {rejected} not) for "
                         "“{topic}”: the papers you marked relevant first, then the "
                         "{unjudged} unmarked papers of the list nearer to them than to those "
@@ -227,6 +233,10 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                                    "未经模型阅读。",
         "notice.map_names_failed": "模型未能为地图的主题命名（{reason}）："
                                    "主题保留 ragqa 自己的名称。",
+        "notice.map_fields_failed": "嵌入模型未能嵌入研究领域（{reason}）："
+                                    "主题按其论文中的短语命名。",
+        "notice.map_named_by_phrases": "此地图未能嵌入研究领域：在添加论文并能嵌入之前，"
+                                       "其主题按论文中的短语命名。",
         "marks.header": "已按您的标记重新排序（{more} 篇相关，{rejected} 篇不相关），"
                         "主题“{topic}”：先列出您标记为相关的论文，"
                         "再列出列表中未标记、且更接近相关论文的 {unjudged} 篇论文。",

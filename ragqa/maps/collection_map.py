@@ -81,6 +81,7 @@ class CollectionMap:
     subthemes: list[MapTheme]
     placed: int = 0  # papers placed among their neighbours since the last layout
     seconds: float = 0.0  # what computing it took (0 when read from the cache)
+    named_by: str = "fields"  # how the themes were named: "fields", or "phrases" (maps.fields)
 
 
 def collection_map(retriever: Retriever, progress: Progress | None = None) -> CollectionMap:
@@ -105,7 +106,9 @@ def collection_map(retriever: Retriever, progress: Progress | None = None) -> Co
     latest = _read_latest(folder)
     data = _extended(latest, ids, vectors) if latest is not None else None
     if data is None:
-        data = _computed(papers, vectors, say, _fields(retriever))
+        data = _computed(papers, vectors, say, _fields(retriever, say))
+    elif data.get("named_by") != "fields":
+        _renamed_by_fields(data, papers, vectors, _fields(retriever, say))
     data["state"] = state
     data["seconds"] = time.perf_counter() - started
     _write(folder, state, data)
@@ -114,13 +117,34 @@ def collection_map(retriever: Retriever, progress: Progress | None = None) -> Co
 
 # ------------------------------------------------------------------ computing
 
-def _fields(retriever: Retriever) -> np.ndarray | None:
+def _fields(retriever: Retriever, say: Progress) -> np.ndarray | None:
     """The research fields as the collection's encoder embeds them; None (the themes are
-    named from their papers' phrases) when a remote embedder cannot be reached."""
+    named from their papers' phrases, and named again by fields when the map is next extended)
+    when a remote embedder fails, with a notice."""
     try:
         return field_vectors(retriever.store.encoder)
-    except EmbeddingError:
+    except EmbeddingError as exc:
+        say(message("notice.map_fields_failed", reason=str(exc)))
         return None
+
+
+def _theme_names(papers: Sequence[Paper], vectors: np.ndarray, themes: list[np.ndarray],
+                 fields: np.ndarray | None) -> tuple[list[str], str]:
+    """The themes' names and how they were made: "fields", or "phrases" when there are no
+    field vectors of the papers' dimension (a remote model whose vectors changed size)."""
+    if fields is not None and themes and fields.shape[1] == vectors.shape[1]:
+        return field_names(vectors, themes, fields), "fields"
+    return _names(papers, vectors, themes), "phrases"
+
+
+def _renamed_by_fields(data: dict, papers: Sequence[Paper], vectors: np.ndarray,
+                       fields: np.ndarray | None) -> None:
+    """An extended map whose themes were named from phrases (the fields could not be embedded
+    then) named by fields, now that they can."""
+    labels = data["labels"]
+    themes = [np.flatnonzero(labels == t) for t in range(len(data["names"]))]
+    if fields is not None and all(len(members) for members in themes):
+        data["names"], data["named_by"] = _theme_names(papers, vectors, themes, fields)
 
 
 def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress,
@@ -135,8 +159,7 @@ def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress,
         np.full(n, NOISE, dtype=np.int64), [])
     say("Naming the themes")
     themes = [np.flatnonzero(labels == t) for t in range(int(labels.max()) + 1)]
-    names = field_names(vectors, themes, fields) if fields is not None and themes else \
-        _names(papers, vectors, themes)
+    names, named_by = _theme_names(papers, vectors, themes, fields)
     subnames = [""] * len(parents)
     for theme in sorted(set(parents)):
         siblings = [j for j, parent in enumerate(parents) if parent == theme]
@@ -145,7 +168,8 @@ def _computed(papers: Sequence[Paper], vectors: np.ndarray, say: Progress,
             subnames[j] = name
     centres = _centres(vectors, labels, len(names))
     return {"ids": [p.paper_id for p in papers], "points": points, "labels": labels,
-            "names": names, "centres": centres, "placed": 0, "sublabels": sub,
+            "names": names, "named_by": named_by, "centres": centres, "placed": 0,
+            "sublabels": sub,
             "subparents": np.array(parents, dtype=np.int64), "subnames": subnames,
             "split": n >= SUBTHEMES_FROM, "method": method_name(n)}
 
@@ -214,7 +238,8 @@ def _extended(latest: dict, ids: list[str], vectors: np.ndarray) -> dict | None:
         labels[new] = label_by_neighbours(points[new], points[kept], labels[kept])
         sub[new] = _placed_subthemes(points, labels, sub, kept, new)
     return {"ids": ids, "points": points, "labels": labels, "names": list(latest["names"]),
-            "centres": latest["centres"], "placed": placed, "sublabels": sub,
+            "named_by": str(latest.get("named_by", "phrases")), "centres": latest["centres"],
+            "placed": placed, "sublabels": sub,
             "subparents": parents, "subnames": list(latest["subnames"]),
             "split": bool(latest.get("split")), "method": str(latest["method"])}
 
@@ -253,7 +278,8 @@ def _write(folder: Path, state: str, data: dict) -> None:
     """Atomically (a reader sees a whole map or none); the oldest maps beyond KEEP_MAPS go."""
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"version": CACHE_VERSION, "state": state, "names": data["names"],
-            "subnames": data["subnames"], "split": data["split"], "placed": data["placed"],
+            "named_by": data.get("named_by", "phrases"), "subnames": data["subnames"],
+            "split": data["split"], "placed": data["placed"],
             "method": data["method"],
             "seconds": round(float(data["seconds"]), 2)}
     temporary = folder / f".map-{os.getpid()}-{time.monotonic_ns()}.npz"
@@ -315,7 +341,7 @@ def _assemble(data: dict, papers: list[Paper], state: str) -> CollectionMap:
         subtheme.parent = int(theme_of[labels == parents[old]][0])
     return CollectionMap(state, str(data["method"]), ordered, points, theme_of,
                          themes, subtheme_of, subthemes, int(data["placed"]),
-                         float(data.get("seconds", 0.0)))
+                         float(data.get("seconds", 0.0)), str(data.get("named_by", "phrases")))
 
 
 def _kept_labels(labels: np.ndarray, count: int) -> list[int]:
@@ -348,6 +374,7 @@ def as_json(cmap: CollectionMap, collection: str,
     return {
         "collection": collection, "papers": len(papers), "state": cmap.state,
         "method": cmap.method, "placed": cmap.placed, "seconds": round(cmap.seconds, 2),
+        "named_by": cmap.named_by,
         "themes": [{"theme": i, "name": t.name, "papers": t.size, "x": round(t.x, 5),
                     "y": round(t.y, 5)} for i, t in enumerate(cmap.themes)],
         "apart": int((cmap.theme_of == NOISE).sum()),

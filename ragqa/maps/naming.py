@@ -1,7 +1,8 @@
 """Theme names written by an LLM, when one is configured (issue 48: names a reader accepts).
 
-The offline namer names a theme after its most telling phrase, which a broad region of several
-subjects does not have ("Reinforcement learning" over bandits and active learning). An LLM reads
+The offline namer names a theme after the research field nearest its papers (maps.fields), a
+sub-theme after its most telling phrase; neither reads what the titles share the way a reader
+does, and a field near many themes can name one it does not fit. An LLM reads
 NAMED_TITLES titles of the theme, from the middle of its region to its edge, and names what they
 share, as datamapplot and Nomic Atlas label their maps. Each reply is checked: a name of at most
 NAME_WORDS words, none twice among siblings; a reply that is no name keeps that theme's offline
@@ -73,9 +74,12 @@ def llm_named(result: dict, llm: LLM, settings: Settings, folder: Path,
     return {**result, "themes": themes, "subthemes": subthemes, "naming": naming}
 
 
-def offline_naming() -> dict:
-    """`naming` of a map named without an LLM."""
-    return {"mode": "offline", "model": "", "named": 0, "kept": 0, "notice": ""}
+def offline_naming(result: dict) -> dict:
+    """`naming` of a map (`maps.as_json`'s dict) named without an LLM: a notice when its
+    themes are named from phrases because the research fields could not be embedded."""
+    by_phrases = result.get("named_by") == "phrases" and bool(result.get("themes"))
+    return {"mode": "offline", "model": "", "named": 0, "kept": 0,
+            "notice": message("notice.map_named_by_phrases") if by_phrases else ""}
 
 
 def _ask(result: dict, llm: LLM, prompt: Prompt, say: Progress) -> tuple[list[str], str]:
