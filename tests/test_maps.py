@@ -629,9 +629,8 @@ def test_themes_are_named_after_the_field_nearest_their_papers():
 
 
 def test_two_themes_of_one_field_are_told_apart_by_a_second_field():
-    vectors, groups = _groups("rl", "rl", "mt")
-    first, second, third = field_names(vectors, [groups[0], groups[0], groups[2]],
-                                       field_vectors(LocalMiniLM()))
+    vectors, (rl, mt) = _groups("rl", "mt")
+    first, second, third = field_names(vectors, [rl, rl, mt], field_vectors(LocalMiniLM()))
     assert first != second and "translation" in third.lower()
     # The one named second keeps the field and adds another: "X and Y" or "X, Y".
     assert second.startswith(first.split(" and ")[0].split(",")[0])
