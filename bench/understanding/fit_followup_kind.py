@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "bench" / "reading"))
 sys.path.insert(0, str(HERE))
 
 from choice_fit import Fit, show  # noqa: E402  (bench/understanding/choice_fit.py)
-from facts import DEFAULT_DATA, slice_path  # noqa: E402  (bench/reading/facts.py)
+from facts import DEFAULT_DATA, lists_eval, slice_path  # noqa: E402  (bench/reading/facts.py)
 
 KINDS = ("leave", "select", "position", "about")
 FITTED_ROUNDS = tuple(range(1, 12))
@@ -59,36 +59,10 @@ SENSE_SCALE = 3.0  # as the list-question model's (fit_list_question.py SENSE_SC
 
 
 def turn_features(question: str, last_rows: list[int], index) -> dict[str, float]:  # noqa: ANN001
-    """The turn's named features: its wording (kinds.wording_features) and cues measured
-    against the last papers ("cue:in_last", "cue:lift", "cue:no_content": as the chat's
-    follow-up cues), whether it names a place ("cue:place"), points back ("cue:refers"),
-    selects ("cue:selects"), announces a new topic ("cue:announces"), and the list-question
-    model's probability ("cue:asks_for_papers")."""
-    import math
+    """The turn's named features, as the chat computes them (followups.kind_features)."""
+    from ragqa.answering.followups import kind_features
 
-    from ragqa.answering.followups import (
-        REFERS,
-        SELECTS,
-        announces_new_topic,
-        content_terms,
-        list_place,
-    )
-    from ragqa.retrieval.kinds import list_question_model, wording_features
-
-    features = dict.fromkeys(wording_features(question), 1.0)
-    terms = content_terms(question)
-    features["cue:no_content"] = float(not terms)
-    if terms and index is not None and last_rows and index.size:
-        held = index.coverage(terms, last_rows)
-        features["cue:in_last"] = float(np.max(held))
-        everywhere = np.mean([index.document_frequency(t) for t in terms]) / index.size
-        features["cue:lift"] = math.log((float(np.mean(held)) + 0.01) / (everywhere + 0.01))
-    features["cue:place"] = float(list_place(question) is not None)
-    features["cue:refers"] = float(bool(REFERS.search(question)))
-    features["cue:selects"] = float(bool(SELECTS.search(question)))
-    features["cue:announces"] = float(announces_new_topic(question))
-    features["cue:asks_for_papers"] = list_question_model().probability(question)
-    return features
+    return kind_features(question, last_rows, index)
 
 
 def _chats(round_no: int) -> list[dict]:
@@ -99,6 +73,25 @@ def _chats(round_no: int) -> list[dict]:
 
 def rounds_present() -> list[int]:
     return [r for r in range(1, 30) if _chats(r)]
+
+
+# The follow-up wordings sets (bench/understanding/followups/, session 32): single turns after
+# papers a helper chose as shown, each labelled by its writer; as a round numbered from
+# WORDINGS_ROUND, split by eval.blind_half of the item's id (calibrate fitted, report reported).
+WORDINGS_DIR = HERE / "followups"
+WORDINGS_ROUND = 101
+
+
+def wordings_sets() -> list[tuple[int, str, list[dict]]]:
+    """(round number, name, items) of each follow-up wordings set."""
+    files = sorted(WORDINGS_DIR.glob("followup_wordings_*.jsonl")) if WORDINGS_DIR.is_dir() else []
+    return [(WORDINGS_ROUND + i, path.stem.removeprefix("followup_wordings_"),
+             [json.loads(line) for line in path.open() if line.strip()])
+            for i, path in enumerate(files)]
+
+
+def _wordings_half(item_id: str) -> str:
+    return lists_eval().blind_half(item_id)  # bench/lists/eval.py
 
 
 def labelled(home: Path, data: Path) -> list[dict]:
@@ -128,6 +121,14 @@ def labelled(home: Path, data: Path) -> list[dict]:
                 if turn["papers"]:
                     last = turn["papers"]
             previous_last[name] = last
+    for round_no, name, items in wordings_sets():
+        slice_path(home, data, name)
+        index = indexes.setdefault(name, open_for_query(settings, name).lexical)
+        for item in items:
+            held = [r for r in map(index.index_of, item["shown"]) if r is not None]
+            rows.append({"round": round_no, "source": f"wordings {name}", "text": item["say"],
+                         "kind": item["kind"], "features": turn_features(item["say"], held, index),
+                         "half": _wordings_half(item["id"])})
     return rows
 
 
@@ -176,6 +177,9 @@ def _turns_with_last():
                 if turn["papers"]:
                     last = turn["papers"]
             previous_last[chat["slice"]] = last
+    for _, name, items in wordings_sets():
+        for item in items:
+            yield {"slice": name, "text": item["say"], "last": item["shown"]}
 
 
 def main() -> int:
@@ -184,11 +188,20 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--before", type=Path, help="a checkout whose resolve() to compare")
     parser.add_argument("--scales", default="3", help="embedding scales to compare (0: none)")
+    parser.add_argument("--drop", default="",
+                        help="cues left out of the fit, comma-separated (e.g. refers,selects,"
+                             "announces: the rules' phrase cues), to measure the model without")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--write", action="store_true",
+                        help="write the model of the first scale, fitted on every fitted turn, to "
+                             "ragqa/data/followup_kind_model.json with its provenance")
     args = parser.parse_args()
     from ragqa.retrieval.kinds import question_vectors
 
     rows = labelled(args.home, args.data)
+    for name in filter(None, args.drop.split(",")):
+        for row in rows:
+            row["features"].pop(f"cue:{name}", None)
     fit = Fit(rows, question_vectors([r["text"] for r in rows]), KINDS, L2)
     rounds = np.array([r["round"] for r in rows])
     halves = np.array([r["half"] for r in rows])
@@ -220,19 +233,64 @@ def main() -> int:
         for half in ("calibrate", "report", "all") if round_no < FIRST_SPLIT_CHAT_ROUND \
                 else ("report",):
             mask = (rounds == round_no) & np.array([half in ("all", r["half"]) for r in rows])
+            if not mask.any():
+                continue
             entry = {"turns": int(mask.sum()),
                      **{f"scale {s}": round(fit.accuracy(m, mask), 3)
                         for s, m in models.items()}}
             if before is not None:
                 entry["before"] = round(float(np.mean(before[mask] == truth[mask])), 3)
-            figures["reports"][f"round {round_no} {half}"] = entry
+            label = rows[int(np.argmax(rounds == round_no))]["source"]
+            figures["reports"][f"{label} {half}"] = entry
+    # Every report half together (the split rounds' and the wordings sets'): never fitted on.
+    pooled = (rounds >= FIRST_SPLIT_CHAT_ROUND) & (halves == "report")
+    entry = {"turns": int(pooled.sum()),
+             **{f"scale {s}": round(fit.accuracy(m, pooled), 3) for s, m in models.items()}}
+    if before is not None:
+        entry["before"] = round(float(np.mean(before[pooled] == truth[pooled])), 3)
+    figures["reports"]["all report halves"] = entry
     chosen = models[scales[0]]
     confusion = Counter(zip(truth[~fitted], np.array(KINDS)[fit.predict(chosen, ~fitted)],
                             strict=True))
     figures["confusion_kept_out"] = {f"{a}->{b}": n for (a, b), n in sorted(confusion.items())
                                      if a != b}
     show(figures, as_json=args.json)
+    if args.write:
+        write_model(chosen, fitted, figures, args)
     return 0
+
+
+def write_model(chosen: dict, fitted: np.ndarray, figures: dict, args) -> None:  # noqa: ANN001
+    """The model file the chat reads (retrieval/kinds.py ChoiceModel), with its provenance."""
+    from ragqa.answering.followups import FOLLOWUP_KIND_MODEL
+    from ragqa.resources import DATA_DIR
+    from ragqa.retrieval.kinds import sense_embedder_id
+
+    names, w = chosen["names"], chosen["w"]
+    record = {
+        "kinds": list(KINDS),
+        "weights": {name: [round(float(v), 5) for v in w[i]] for i, name in enumerate(names)},
+        "bias": [round(float(v), 5) for v in chosen["b"]],
+        "sense": None if not chosen["scale"] else {
+            "embedder": sense_embedder_id(), "scale": chosen["scale"],
+            "weights": [[round(float(v) * chosen["scale"], 6) for v in row]
+                        for row in w[len(names):]]},
+        "provenance": {
+            "script": "bench/understanding/fit_followup_kind.py",
+            "command": f"--scales {args.scales} --write" + (f" --drop {args.drop}"
+                                                             if args.drop else ""),
+            "data": "every turn after some papers of the blind chat rounds 1-11 and the "
+                    "calibrate halves of rounds 13 on (bench/reading/chats_blind*.jsonl), and "
+                    "the calibrate halves of the follow-up wordings sets "
+                    "(bench/understanding/followups/); labelled leave, select, position, about "
+                    "by their writers; round 12 and every report half kept out",
+            "turns_fitted": int(fitted.sum()),
+            "figures": {"left_out_mean": figures["left_out"]["mean"],
+                        "reports": figures["reports"]}}}
+    path = DATA_DIR / FOLLOWUP_KIND_MODEL
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    temporary.replace(path)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ propose?"), an assumption. The sentence that answers it states a thing of that k
 question's own words, read with the abstract's abbreviations both ways ("backpropagation" is
 "BP" where the abstract writes "backpropagation (BP)") and symbols as words ("square root",
 "times", "at most", "big-O"). `sentence_signals` gives each sentence those signals; the fact
-answer (answer.py) adds the cross-encoder's reading and weighs them with FACT_WEIGHTS, fitted by
-bench/reading/fit_facts.py on the development half of the independent fact sets.
+answer (answer.py) adds the cross-encoder's reading and weighs them by name with the model in
+ragqa/data/fact_sentence_model.json, which bench/reading/fit_facts.py fits on the development
+half of the independent fact sets and writes with its provenance (models/linear.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import numpy as np
 
 from ragqa.answering.artifacts import CODE, asks_whether_released, releases
 from ragqa.index import lexical
-from ragqa.sources.paper import contribution_sentence
+from ragqa.models.linear import shipped_model
+from ragqa.sources.paper import PROPOSES, contribution_sentence
 
 # A question that asks for a quantity ("how many", "what speedup", "the largest gain"), and the
 # measure it names (`measure`: "speedup" in "What is the speedup of …"). One detector for the
@@ -86,10 +88,9 @@ _EVALUATES = re.compile(r"\b(?:experiment\w*|evaluat\w*|benchmarks?|datasets?|co
                         r"results (?:on|from)|appl(?:y|ied|ies)|validat\w*|demonstrat\w* on|"
                         r"(?:train|test)(?:ed|s)? (?:\w+ )?on)\b", re.IGNORECASE)
 # Any sentence in which the authors propose something ("we further propose a global-local
-# loss"), not only the abstract's first contribution sentence.
-_PROPOSES = re.compile(r"\b(?:we|this (?:paper|work)|here we)\s+(?:\w+\s+){0,2}?"
-                       r"(?:introduce|present|propose|develop|design|devise|accelerate|"
-                       r"generalize|extend)s?\b|\bproposed\b", re.IGNORECASE)
+# loss": paper.PROPOSES), not only the abstract's first contribution sentence; or that names
+# what is "proposed".
+_PROPOSED = re.compile(r"\bproposed\b", re.IGNORECASE)
 # A name: a capitalised word after a sentence's first (ReClor, MIMIC-CXR, ACE2004, Atari).
 _NAME = re.compile(r"(?<=\s)[A-Z][\w-]*")
 
@@ -190,8 +191,9 @@ def _question_terms(question: str, pairs: dict[str, set[str]]) -> set[str]:
 
 def sentence_signals(question: str, sentences: Sequence[str], abstract: str, titles: str
                      ) -> np.ndarray:
-    """Sentences x SIGNALS: the question's words in each (abbreviations both ways, symbols as
-    words; per square root of its length) and, for each kind the question asks for, whether
+    """Sentences x SIGNALS, each row filled by name (the columns in the order of SIGNALS): the
+    question's words in each (abbreviations both ways, symbols as words; per square root of its
+    length: "overlap") and, for each kind the question asks for, whether
     the sentence states one; whether it is the abstract's first sentence (its background,
     rarely an answer); whether it holds a figure in the unit the question names (a
     percentage, a factor); for a question about datasets or applications, half for an
@@ -209,38 +211,42 @@ def sentence_signals(question: str, sentences: Sequence[str], abstract: str, tit
     beyond_title = terms - named - {alias for term in named for alias in pairs.get(term, ())}
     contribution = contribution_sentence(abstract)
     units = _units_asked(question) if kinds & {"quantity", "comparison"} else []
-    out = np.zeros((len(sentences), len(SIGNALS)))
+    rows = []
     for i, sentence in enumerate(sentences):
         words = set(lexical.terms(_spoken(sentence)))
-        out[i, 0] = len(terms & words) / np.sqrt(len(words) + 5)
-        # "How does X compare with Y?" is answered by a figure as often as by words.
-        out[i, 1] = bool(kinds & {"quantity", "comparison"}) and bool(FIGURE.search(sentence))
-        out[i, 2] = "comparison" in kinds and bool(_COMPARES.search(sentence))
-        out[i, 3] = "condition" in kinds and bool(_CONDITION.search(sentence))
-        out[i, 4] = "method" in kinds and sentence == contribution
-        out[i, 5] = "assumption" in kinds and bool(_ASSUMES.search(sentence))
-        out[i, 6] = i == 0
-        out[i, 7] = any(unit.search(sentence) for unit in units)
-        out[i, 8] = "evaluation" in kinds and (bool(_EVALUATES.search(sentence)) +
-                                               bool(_NAME.search(sentence))) / 2
-        out[i, 9] = "method" in kinds and bool(_PROPOSES.search(sentence))
-        out[i, 10] = len(beyond_title & words) / np.sqrt(len(words) + 5)
-    return out
+        rows.append({
+            "overlap": len(terms & words) / np.sqrt(len(words) + 5),
+            # "How does X compare with Y?" is answered by a figure as often as by words.
+            "figure": bool(kinds & {"quantity", "comparison"}) and bool(FIGURE.search(sentence)),
+            "compares": "comparison" in kinds and bool(_COMPARES.search(sentence)),
+            "condition": "condition" in kinds and bool(_CONDITION.search(sentence)),
+            "method": "method" in kinds and sentence == contribution,
+            "assumption": "assumption" in kinds and bool(_ASSUMES.search(sentence)),
+            "first": i == 0,
+            "unit": any(unit.search(sentence) for unit in units),
+            "evaluation": "evaluation" in kinds and (bool(_EVALUATES.search(sentence)) +
+                                                     bool(_NAME.search(sentence))) / 2,
+            "proposes": "method" in kinds and bool(PROPOSES.search(sentence)
+                                                       or _PROPOSED.search(sentence)),
+            "beyond_title": len(beyond_title & words) / np.sqrt(len(words) + 5)})
+    return np.array([[float(row[name]) for name in SIGNALS] for row in rows],
+                    dtype=np.float64).reshape(len(sentences), len(SIGNALS))
 
 
-# Fitted by `python bench/reading/fit_facts.py --home DIR` on the independent fact sets used
-# for development (bench/reading/facts*.jsonl: rounds 1-3 whole and the dev half of round 4,
-# 354 questions): one weight per SIGNALS, then the cross-encoder's. Within the right paper, the
-# first sentence is an answer sentence for 0.856 of them (5-fold cross-validated; the weights
-# before "beyond_title", on the same questions: 0.819; the cross-encoder alone: 0.712). The
-# overlap's weight is negative beside it: of the question's words, those of the titles count
-# against a sentence (they restate what the paper is), the others for it.
-FACT_WEIGHTS = (-1.253, 2.834, 1.779, 2.092, 1.145, 0.649, -2.219, 0.812, 1.946, 1.44, 3.076)
-CROSS_ENCODER_WEIGHT = 0.217
+# The weights of SIGNALS and of the cross-encoder's logit ("cross_encoder"), by name:
+# ragqa/data/fact_sentence_model.json, written with its provenance (the fact sets, the split,
+# the 5-fold figure) by `python bench/reading/fit_facts.py --home DIR --write`, a conditional
+# logit over each question's sentences. The overlap's weight is negative beside
+# "beyond_title": of the question's words, those of the titles count against a sentence (they
+# restate what the paper is), the others for it.
+FACT_SENTENCE_MODEL = "fact_sentence_model.json"
 
 
 def fact_scores(signals: np.ndarray, cross_encoder: np.ndarray) -> np.ndarray:
-    return signals @ np.asarray(FACT_WEIGHTS) + CROSS_ENCODER_WEIGHT * cross_encoder
+    """Each sentence's score: its SIGNALS (a row of `sentence_signals`) and the cross-encoder's
+    logit, weighed by the fitted model."""
+    weights = shipped_model(FACT_SENTENCE_MODEL).vector([*SIGNALS, "cross_encoder"])
+    return signals @ weights[:-1] + weights[-1] * np.asarray(cross_encoder, dtype=np.float64)
 
 
 # ---------------------------------------------------------------- the answering phrase
@@ -260,8 +266,7 @@ _COUNTED = re.compile(r"\b(?:how many|number of)((?:\s+[A-Za-z][\w-]*){1,3})", r
 _SPAN_CONDITION = re.compile(r"\b(?:as long as|provided (?:that)?|only (?:when|if)|whenever|"
                              r"when|unless|if|in the condition of|under)\b[^,;.]*",
                              re.IGNORECASE)
-_SPAN_METHOD = re.compile(r"\b(?:propose|introduce|present|develop)s?\b\s+([^,;.(]*)",
-                          re.IGNORECASE)
+_CLAUSE_MARK = re.compile(r"[,;.(]")
 _SPAN_ASSUMPTION = re.compile(r"\bassum\w*\b[^,;.]*", re.IGNORECASE)
 # O(1/√(N)), Õ(d/ε²), Θ(n log n): balanced to two levels of parentheses.
 _SPAN_BOUND = re.compile(r"[OΘΩÕ]\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
@@ -307,6 +312,9 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
     for kind, pattern in (("condition", _SPAN_CONDITION), ("assumption", _SPAN_ASSUMPTION)):
         if kind in kinds and (match := pattern.search(sentence)):
             return match.start(), match.end()
-    if "method" in kinds and (match := _SPAN_METHOD.search(sentence)) and match.group(1).strip():
-        return match.start(1), match.start(1) + len(match.group(1).rstrip())
+    if "method" in kinds and (match := PROPOSES.search(sentence)):
+        # The proposed thing: what follows the verb, up to the clause's first mark.
+        thing = _CLAUSE_MARK.split(sentence[match.end():], maxsplit=1)[0].rstrip()
+        if thing:
+            return match.end(), match.end() + len(thing)
     return None

@@ -3,12 +3,14 @@
 or one of them ("What is its mAP?", "the second one", "the latter"), or leaves them for a new
 topic ("What about work on point clouds?").
 
-The decision is a small logistic model over cues of the turn (`CUES`): words that point back
-(pronouns, determiners, deictic words), a selecting frame, an ordinal, the wording of a new list
-request, and where the turn's own content words occur: in the last answer's papers, against the
-rest of the collection. Its weights are fitted on the blind conversation rounds read so far by
-bench/reading/fit_followups.py. A selection keeps the papers that hold the property it asks for
-("evaluates on audio": the papers whose abstract says so; `selected`).
+The decision is a fitted model (ragqa/data/followup_kind_model.json, a multinomial logistic
+over named features, written with its provenance by bench/understanding/fit_followup_kind.py):
+the turn's wording and MiniLM embedding, words that point back (pronouns, "this paper"), a
+selecting frame, a place, an announced new topic, whether it reads as a request for papers, and
+where its own content words occur: in the last answer's papers, against the rest of the
+collection. It is fitted on the blind conversation rounds and on follow-up wordings sets written
+by other helpers (about 2,400 turns). A selection keeps the papers that hold the property it
+asks for ("evaluates on audio": the papers whose abstract says so; `selected`).
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from ragqa.answering.facts import abbreviations
 from ragqa.index import lexical
 from ragqa.resources import DATA_DIR
 from ragqa.retrieval.decide import NOT_TOPIC_WORDS
+from ragqa.retrieval.kinds import choice_model, list_question_model, wording_features
 from ragqa.retrieval.question import (
     ANNOUNCES,
     ORDINAL_WORDS,
-    is_list_question,
     without_excluded,
 )
 from ragqa.text import split_sentences
@@ -110,10 +112,6 @@ ORDINALS = {"first": 0, "former": 0, "second": 1, "third": 2, "fourth": 3, "fift
             "5th": 4, "6th": 5, "one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "six": 5}
 
 
-_PLACE_OF_THEM = re.compile(r"\b(?:" + ORDINAL_WORDS + r")\s+(?:one|paper)\s+(?:of|among|from)\s+"
-                            r"(?:them|these|those|the above|the list)\b", re.IGNORECASE)
-
-
 def list_place(question: str) -> int | None:
     """The place in the last answer's list a turn names (0 for the first, -1 for the last), or
     None."""
@@ -122,10 +120,6 @@ def list_place(question: str) -> int | None:
         return None
     word = (match.group(1) or match.group(2)).lower()
     return int(word) - 1 if word.isdigit() else ORDINALS[word]
-# The wording of a request for a new list ("What about papers on X?", "And work on Y?").
-_NEW_LIST = re.compile(r"^\s*(?:(?:and|ok|okay|now|also|separately)[,\s]+)*(?:what|how) about\b"
-                       r"|\b(?:papers|work|research|studies)\s+(?:on|about|that|which|"
-                       r"using|for|in)\b|\b(?:which|what|any|other) papers\b", re.IGNORECASE)
 # The words that frame a follow-up rather than say what it is about.
 _FRAME_WORDS = re.compile(
     r"\b(?:which|what|one|ones|of|does|do|did|is|are|was|were|any|either|neither|none|some|"
@@ -133,17 +127,13 @@ _FRAME_WORDS = re.compile(
     r"studies|" + ORDINAL_WORDS + r")\b", re.IGNORECASE)
 
 # A turn that announces a new topic ("ok, different thing: memes, anything on those?",
-# "switching topics — …", "new question: …", "now something else - …") leaves the last papers
-# whatever its other cues say ("those" is the memes): all 89 announcing turns of blind rounds
-# 1-11 are switches. The model, fitted on the writers' short lists, gave such a cue -0.96
-# (bench/reading/fit_followups.py --rounds 1,...,11), too little against "those" and the long
-# lists ragqa shows; so it is a rule before the model, unless the turn still says "of them".
-# The announcing words are question.py's ANNOUNCES, the same that a topic's lead-in loses.
+# "switching topics — …", "new question: …", "now something else - …"), unless it still says
+# "of them": a cue of the follow-up kind model ("cue:announces"; all 89 announcing turns of blind
+# rounds 1-11 are switches). The announcing words are question.py's ANNOUNCES, the same that a
+# topic's lead-in loses.
 _STILL_THEIRS = re.compile(
     r"\b(?:any|which|one|either|each|some|none|neither|all|both|two)\s+of\s+(?:them|these|"
     r"those|the above)\b|\b(?:these|those)\s+(?:two|three|papers?)\b", re.IGNORECASE)
-
-CUES = ("refers", "selects", "ordinal", "new_list", "no_content", "in_last", "lift")
 
 
 def announces_new_topic(question: str) -> bool:
@@ -155,38 +145,6 @@ def content_terms(question: str) -> list[str]:
     """The turn's own content words (stemmed): what it says beyond pointing back."""
     text = _FRAME_WORDS.sub(" ", REFERS.sub(" ", without_artifact(question)))
     return list(dict.fromkeys(lexical.terms(text, query=True)))
-
-
-def cues(question: str, last_rows: list[int], index: LexicalIndex | None) -> np.ndarray:
-    """The turn's cues (CUES): 0/1 for the wordings; for its content words, the largest share
-    of them one of the last papers holds, and the log of how much more often the last papers
-    hold them than the whole collection does."""
-    terms = content_terms(question)
-    out = np.zeros(len(CUES))
-    out[0] = bool(REFERS.search(question))
-    out[1] = bool(SELECTS.search(question))
-    out[2] = bool(ORDINAL.search(question))
-    # A selecting frame or a place is no request for a new list ("the RL one?" reads as a
-    # bare topic), nor is a question about "it" ("which methods does it analyze?").
-    # Nor is a request for code or data with no topic of its own ("is there code?").
-    topical = without_artifact(question)
-    out[3] = (bool(_NEW_LIST.search(topical)) or is_list_question(topical)) \
-        and not out[1] and not out[2] and not SINGULAR_REF.search(question)
-    out[4] = not terms
-    if terms and index is not None and last_rows and index.size:
-        held = index.coverage(terms, last_rows)
-        out[5] = float(np.max(held))
-        everywhere = np.mean([index.document_frequency(t) for t in terms]) / index.size
-        out[6] = math.log((float(np.mean(held)) + 0.01) / (everywhere + 0.01))
-    return out
-
-
-# Fitted by `python bench/reading/fit_followups.py --home DIR --split all --rounds 1,2,3,4` on
-# blind rounds 1-4 (bench/reading/chats_blind*.jsonl, development data since round 5 was
-# written: 663 turns, 406 follow-ups; a conversation's first question after the previous one's
-# papers counts as a switch): 0.994 of the decisions right, 5-fold cross-validated.
-FOLLOW_WEIGHTS = (2.982, 2.532, 2.35, -5.44, 1.368, 1.019, 0.7)
-FOLLOW_BIAS = 0.857
 
 
 @dataclass(frozen=True)
@@ -209,26 +167,58 @@ class Resolution:
         return self.kind == "select"
 
 
-def follows_up(signals: np.ndarray) -> float:
-    """The model's probability that the turn follows up the last answer."""
-    z = float(signals @ np.asarray(FOLLOW_WEIGHTS)) + FOLLOW_BIAS
-    return 1.0 / (1.0 + math.exp(-z))
+# What a turn does with the last papers, fitted: ragqa/data/followup_kind_model.json, written
+# with its provenance by `python bench/understanding/fit_followup_kind.py --home DIR --write`.
+FOLLOWUP_KIND_MODEL = "followup_kind_model.json"
+
+
+def kind_features(question: str, last_rows: list[int], index: LexicalIndex | None
+                  ) -> dict[str, float]:
+    """The turn's named features for the follow-up kind model: its wording
+    (kinds.wording_features: words, pairs, first words, length, last mark), its content words
+    against the last papers ("cue:in_last", "cue:lift", "cue:no_content": as `cues`), whether
+    it names a place ("cue:place"), points back ("cue:refers"), selects ("cue:selects") or
+    announces a new topic ("cue:announces"), and the list-question model's probability that it
+    asks for papers ("cue:asks_for_papers"). The model adds the turn's MiniLM embedding."""
+    features = dict.fromkeys(wording_features(question), 1.0)
+    terms = content_terms(question)
+    features["cue:no_content"] = float(not terms)
+    if terms and index is not None and last_rows and index.size:
+        held = index.coverage(terms, last_rows)
+        features["cue:in_last"] = float(np.max(held))
+        everywhere = np.mean([index.document_frequency(t) for t in terms]) / index.size
+        features["cue:lift"] = math.log((float(np.mean(held)) + 0.01) / (everywhere + 0.01))
+    features["cue:place"] = float(list_place(question) is not None)
+    features["cue:refers"] = float(bool(REFERS.search(question)))
+    features["cue:selects"] = float(bool(SELECTS.search(question)))
+    features["cue:announces"] = float(announces_new_topic(question))
+    features["cue:asks_for_papers"] = list_question_model().probability(question)
+    return features
+
+
+def followup_kind(question: str, last_rows: list[int], index: LexicalIndex | None) -> str:
+    """"leave", "select", "position" or "about": what the fitted model reads the turn as doing
+    with the last papers."""
+    return choice_model(FOLLOWUP_KIND_MODEL).choose(kind_features(question, last_rows, index),
+                                                    question)
 
 
 def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resolution:
-    """How `question` uses the papers `last` (the last answer's, in its order)."""
-    if not last or announces_new_topic(question):
+    """How `question` uses the papers `last` (the last answer's, in its order): as the fitted
+    follow-up kind model reads it; a place is found by list_place."""
+    if not last:
         return Resolution("leave")
     rows = [r for r in (index.index_of(pid) for pid in last) if r is not None] if index else []
-    if follows_up(cues(question, rows, index)) < 0.5:
+    kind = followup_kind(question, rows, index)
+    # A request for code or data that names no topic of its own ("is there code?") starts no
+    # new one: it asks about the papers shown (the fit saw few such turns).
+    if kind == "leave" and not (asked_artifact(question) and not content_terms(question)):
         return Resolution("leave")
     position = list_place(question)
-    # "second one of those" is a place, though "one of those" selects.
-    selects = bool(SELECTS.search(_PLACE_OF_THEM.sub(" ", question)))
-    if position is not None and not selects and -len(last) <= position < len(last):
+    if kind != "select" and position is not None and -len(last) <= position < len(last):
         return Resolution("about", (last[position],))
     # "is there code?" after several papers asks which of them give it (artifacts.py).
-    if selects or (len(last) > 1 and asked_artifact(question)):
+    if kind == "select" or (len(last) > 1 and asked_artifact(question)):
         return Resolution("select", tuple(last))
     return Resolution("about", tuple(last))
 

@@ -135,6 +135,51 @@ class WordingModel:
                    float(record["threshold"]), vector)
 
 
+@dataclass(frozen=True)
+class ChoiceModel:
+    """One of several kinds: the kind whose score is highest, a score being its bias + its
+    weight of each named feature x the feature's value + its sense weights . the text's MiniLM
+    embedding (a multinomial logistic model; features it has no weight for count nothing)."""
+
+    kinds: tuple[str, ...]
+    weights: dict[str, np.ndarray]  # feature name -> one weight per kind
+    bias: np.ndarray
+    sense: np.ndarray | None = None  # 384 x kinds, the embedding's scale folded in
+
+    def scores(self, features: dict[str, float], text: str) -> np.ndarray:
+        z = self.bias.copy()
+        for name, value in features.items():
+            if name in self.weights:
+                z += value * self.weights[name]
+        if self.sense is not None:
+            z += _question_vector(text) @ self.sense
+        return z
+
+    def choose(self, features: dict[str, float], text: str) -> str:
+        return self.kinds[int(np.argmax(self.scores(features, text)))]
+
+    @classmethod
+    def from_json(cls, record: dict) -> ChoiceModel:
+        kinds = tuple(record["kinds"])
+        weights = {k: np.asarray(v, dtype=np.float64) for k, v in record["weights"].items()}
+        if any(w.shape != (len(kinds),) for w in weights.values()):
+            raise ValueError("a choice model's weights must give one value per kind")
+        sense = record.get("sense")
+        matrix = None
+        if sense:
+            matrix = np.asarray(sense["weights"], dtype=np.float64)
+            if sense.get("embedder") != sense_embedder_id() or matrix.shape != (384, len(kinds)):
+                raise ValueError(f"the choice model was fitted on {sense.get('embedder')} vectors "
+                                 "of another shape than this MiniLM's: refit it")
+        return cls(kinds, weights, np.asarray(record["bias"], dtype=np.float64), matrix)
+
+
+@cache
+def choice_model(file_name: str) -> ChoiceModel:
+    """A shipped choice model of ragqa/data (the follow-up kind: followup_kind_model.json)."""
+    return ChoiceModel.from_json(json.loads((DATA_DIR / file_name).read_text(encoding="utf-8")))
+
+
 @cache
 def list_question_model() -> WordingModel:
     """The shipped model: does a question ask for the papers on a topic?"""
