@@ -1,8 +1,9 @@
-"""Issue 46, item 1, tried: a fitted model of what a chat turn does with the last answer's
-papers, in place of the chat's follow-up rules (ragqa/answering/followups.py `resolve`: a
-small logistic over positional cues, then SELECTS and ORDINAL). Not shipped: on a fresh blind
-round it reads fewer turns right than the rules (docs/benchmarks.md, "A fitted follow-up
-model"); this script keeps the experiment repeatable.
+"""Issue 46, item 1: the fitted model of what a chat turn does with the last answer's papers
+(ragqa/answering/followups.py `resolve`; ragqa/data/followup_kind_model.json, which `--write`
+writes with its provenance). Tried in session 24 on the blind rounds alone, it read a fresh round
+worse than the rules it would replace (a small logistic over cues, then SELECTS and ORDINAL);
+with 1,200 more labelled turns (the follow-up wordings sets, session 32) it reads every kept-out
+set better than they did, and replaced them (docs/benchmarks.md, "The follow-up kind model").
 
 Each turn of the blind conversation rounds (bench/reading/chats_blind*.jsonl) that comes after
 some papers is labelled by what its writer meant:
@@ -18,14 +19,21 @@ Features, all named (`turn_features`): the wording features of the list-question
 (retrieval/kinds.py), the turn's MiniLM embedding (x `--scales`), and cues against the last
 papers and the collection. One L2-penalised multinomial logistic fit (choice_fit.py).
 
-Fitted: rounds 1-11 whole and the calibrate half of round 13 on (eval.blind_half, fixed before
-anything was read); kept out: round 12 whole and the report halves. Reported: accuracy with
-each fitted round left out in turn and on what was kept out; with `--before CHECKOUT`, the
-rules of that checkout (followups.resolve; an "about" of one paper that list_place found
-counts as a position) on the same turns. End to end, compare `bench/reading/blind.py` runs.
+The follow-up wordings sets (bench/understanding/followups/followup_wordings_*.jsonl, four
+helpers who never saw ragqa, 300 turns each over NeurIPS 2015, AISTATS 2022, CoRL 2025 and UAI
+2024): single turns after papers the writer chose as shown, labelled the same way.
+
+Fitted: rounds 1-11 whole and the calibrate halves of rounds 13 on and of the wordings sets
+(eval.blind_half of each id, fixed before anything was read); kept out: round 12 whole and
+every report half. Reported: accuracy with each fitted round left out in turn and on what was
+kept out; with `--before CHECKOUT`, the rules of that checkout (followups.resolve; an "about"
+of one paper that list_place found counts as a position) on the same turns. End to end, compare
+`bench/reading/blind.py` runs. The shipped model:
+
+    python bench/understanding/fit_followup_kind.py --home DIR --before CHECKOUT --scales 3 --write
 
     python bench/understanding/fit_followup_kind.py --home DIR [--data DIR/mlconf]
-        [--before CHECKOUT] [--scales 3,0] [--json]
+        [--before CHECKOUT] [--scales 3,0] [--drop CUES] [--json] [--write]
 """
 
 from __future__ import annotations
