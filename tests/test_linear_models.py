@@ -74,3 +74,31 @@ def test_fact_sentence_scores_weigh_the_figure_a_question_asks_for():
     assert signals[:, SIGNALS.index("figure")].tolist() == [0.0, 1.0]
     scores = fact_scores(signals, [0.0, 0.0])
     assert scores[1] > scores[0]
+
+
+@pytest.mark.parametrize(("turn", "place"), [("3rd pls", 2), ("the middle one", 1),
+                                             ("the one at the top", 0)])
+def test_a_place_list_place_cannot_read_is_read_when_the_model_sees_one(turn, place):
+    """The model reads these as a place; list_place's ordinal wording does not."""
+    from ragqa.answering.followups import list_place, resolve
+
+    shown = ["p1", "p2", "p3", "p4"]
+    assert list_place(turn) is None
+    resolution = resolve(turn, shown, None)
+    assert (resolution.kind, resolution.papers) == ("about", (shown[place],))
+
+
+def test_a_choice_model_file_that_drifts_from_the_code_is_refused_naming_the_file(tmp_path,
+                                                                                  monkeypatch):
+    from ragqa.errors import ServiceError
+    from ragqa.retrieval import kinds
+
+    record = json.loads((DATA_DIR / FOLLOWUP_KIND_MODEL).read_text(encoding="utf-8"))
+    record["weights"]["cue:renamed"] = [0.0, 0.0, 0.0, 0.0]
+    (tmp_path / "drifted.json").write_text(json.dumps(record), encoding="utf-8")
+    (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    monkeypatch.setattr(kinds, "DATA_DIR", tmp_path)
+    for name in ("drifted.json", "broken.json", "missing.json"):
+        with pytest.raises(ServiceError, match=name):
+            kinds.choice_model(name, ("leave", "select", "position", "about"),
+                               frozenset({"cue:refers"}))

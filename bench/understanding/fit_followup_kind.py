@@ -2,8 +2,9 @@
 (ragqa/answering/followups.py `resolve`; ragqa/data/followup_kind_model.json, which `--write`
 writes with its provenance). Tried in session 24 on the blind rounds alone, it read a fresh round
 worse than the rules it would replace (a small logistic over cues, then SELECTS and ORDINAL);
-with 1,200 more labelled turns (the follow-up wordings sets, session 32) it reads every kept-out
-set better than they did, and replaced them (docs/benchmarks.md, "The follow-up kind model").
+with the follow-up wordings sets' calibrate halves (608 of their 1,200 turns, session 32) it
+reads the kept-out turns better than they did (all but round 13's report half), and replaced
+them (docs/benchmarks.md, "The follow-up kind model").
 
 Each turn of the blind conversation rounds (bench/reading/chats_blind*.jsonl) that comes after
 some papers is labelled by what its writer meant:
@@ -27,7 +28,8 @@ Fitted: rounds 1-11 whole and the calibrate halves of rounds 13 on and of the wo
 (eval.blind_half of each id, fixed before anything was read); kept out: round 12 whole and
 every report half. Reported: accuracy with each fitted round left out in turn and on what was
 kept out; with `--before CHECKOUT`, the rules of that checkout (followups.resolve; an "about"
-of one paper that list_place found counts as a position) on the same turns. End to end, compare
+of one paper of several counts as a position) on the same turns, and this checkout's resolve
+(the model with the rules around it: "resolve"). End to end, compare
 `bench/reading/blind.py` runs. The shipped model:
 
     python bench/understanding/fit_followup_kind.py --home DIR --before CHECKOUT --scales 3 --write
@@ -146,7 +148,7 @@ def before_kinds(checkout: Path, home: Path, data: Path) -> list[str]:
     code = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from ragqa.answering.followups import resolve, list_place
+from ragqa.answering.followups import resolve
 from ragqa.app import open_for_query
 from ragqa.config import load_settings
 sys.path.insert(0, sys.argv[4])
@@ -161,8 +163,8 @@ for item in json.load(sys.stdin):
         indexes[name] = open_for_query(settings, name).lexical
     r = resolve(item["text"], item["last"], indexes[name])
     kind = r.kind
-    if kind == "about" and len(r.papers) == 1 and list_place(item["text"]) is not None:
-        kind = "position"
+    if kind == "about" and len(r.papers) == 1 and len(item["last"]) > 1:
+        kind = "position"  # one paper of several, not selected: by its place
     out.append(kind)
 print(json.dumps(out))
 """
@@ -217,6 +219,9 @@ def main() -> int:
     fitted = np.isin(rounds, FITTED_ROUNDS) | ((rounds >= FIRST_SPLIT_CHAT_ROUND) &
                                                (halves == "calibrate"))
     before = np.array(before_kinds(args.before, args.home, args.data)) if args.before else None
+    # What this checkout's chat decides (followups.resolve: the shipped model, and the rules
+    # around it), on the same turns: the figure a user gets, beside the classifier's own.
+    shipped = np.array(before_kinds(ROOT, args.home, args.data)) if args.before else None
     truth = np.array([r["kind"] for r in rows])
     scales = [float(s) for s in args.scales.split(",")]
     figures: dict = {"left_out": {}, "reports": {}}
@@ -248,6 +253,7 @@ def main() -> int:
                         for s, m in models.items()}}
             if before is not None:
                 entry["before"] = round(float(np.mean(before[mask] == truth[mask])), 3)
+                entry["resolve"] = round(float(np.mean(shipped[mask] == truth[mask])), 3)
             label = rows[int(np.argmax(rounds == round_no))]["source"]
             figures["reports"][f"{label} {half}"] = entry
     # Every report half together (the split rounds' and the wordings sets'): never fitted on.
@@ -256,6 +262,7 @@ def main() -> int:
              **{f"scale {s}": round(fit.accuracy(m, pooled), 3) for s, m in models.items()}}
     if before is not None:
         entry["before"] = round(float(np.mean(before[pooled] == truth[pooled])), 3)
+        entry["resolve"] = round(float(np.mean(shipped[pooled] == truth[pooled])), 3)
     figures["reports"]["all report halves"] = entry
     chosen = models[scales[0]]
     confusion = Counter(zip(truth[~fitted], np.array(KINDS)[fit.predict(chosen, ~fitted)],
@@ -268,11 +275,23 @@ def main() -> int:
     return 0
 
 
+def _commit(checkout: Path | None) -> str:
+    if checkout is None:
+        return "none"
+    result = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True)
+    return result.stdout.strip() or str(checkout)
+
+
 def write_model(chosen: dict, fitted: np.ndarray, figures: dict, args) -> None:  # noqa: ANN001
     """The model file the chat reads (retrieval/kinds.py ChoiceModel), with its provenance."""
     from ragqa.answering.followups import FOLLOWUP_KIND_MODEL
+    from ragqa.answering.followups import KINDS as CHAT_KINDS
+    from ragqa.models.linear import write_model_record
     from ragqa.resources import DATA_DIR
     from ragqa.retrieval.kinds import sense_embedder_id
+
+    assert KINDS == CHAT_KINDS, "the kinds fitted are not the ones the chat reads"
 
     names, w = chosen["names"], chosen["w"]
     record = {
@@ -285,8 +304,8 @@ def write_model(chosen: dict, fitted: np.ndarray, figures: dict, args) -> None: 
                         for row in w[len(names):]]},
         "provenance": {
             "script": "bench/understanding/fit_followup_kind.py",
-            "command": f"--scales {args.scales} --write" + (f" --drop {args.drop}"
-                                                             if args.drop else ""),
+            "command": f"--before <checkout of {_commit(args.before)}> --scales {args.scales} "
+                       "--write" + (f" --drop {args.drop}" if args.drop else ""),
             "data": "every turn after some papers of the blind chat rounds 1-11 and the "
                     "calibrate halves of rounds 13 on (bench/reading/chats_blind*.jsonl), and "
                     "the calibrate halves of the follow-up wordings sets "
@@ -295,10 +314,7 @@ def write_model(chosen: dict, fitted: np.ndarray, figures: dict, args) -> None: 
             "turns_fitted": int(fitted.sum()),
             "figures": {"left_out_mean": figures["left_out"]["mean"],
                         "reports": figures["reports"]}}}
-    path = DATA_DIR / FOLLOWUP_KIND_MODEL
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_model_record(DATA_DIR / FOLLOWUP_KIND_MODEL, record)
 
 
 if __name__ == "__main__":

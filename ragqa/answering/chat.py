@@ -241,9 +241,9 @@ def list_sessions(settings: Settings) -> list[dict]:
 
 def referenced_papers(question: str, session: Session, index: LexicalIndex | None = None
                       ) -> Resolution:
-    """What a turn does with the last answer's papers (followups.resolve: a calibrated
-    decision over the turn's cues; a question in Chinese by its own words for "them", "it",
-    "the first one" and "which of them")."""
+    """What a turn does with the last answer's papers (followups.resolve: the fitted follow-up
+    kind model, after the rule for an announced new topic; a question in Chinese by its own
+    words for "them", "it", "the first one" and "which of them")."""
     cited = session.last_cited
     if not cited:
         return Resolution("leave")

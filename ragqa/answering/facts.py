@@ -21,7 +21,7 @@ import numpy as np
 from ragqa.answering.artifacts import CODE, asks_whether_released, releases
 from ragqa.index import lexical
 from ragqa.models.linear import shipped_model
-from ragqa.sources.paper import PROPOSES, contribution_sentence
+from ragqa.sources.paper import contribution_sentence
 
 # A question that asks for a quantity ("how many", "what speedup", "the largest gain"), and the
 # measure it names (`measure`: "speedup" in "What is the speedup of …"). One detector for the
@@ -88,9 +88,10 @@ _EVALUATES = re.compile(r"\b(?:experiment\w*|evaluat\w*|benchmarks?|datasets?|co
                         r"results (?:on|from)|appl(?:y|ied|ies)|validat\w*|demonstrat\w* on|"
                         r"(?:train|test)(?:ed|s)? (?:\w+ )?on)\b", re.IGNORECASE)
 # Any sentence in which the authors propose something ("we further propose a global-local
-# loss": paper.PROPOSES), not only the abstract's first contribution sentence; or that names
-# what is "proposed".
-_PROPOSED = re.compile(r"\bproposed\b", re.IGNORECASE)
+# loss"), not only the abstract's first contribution sentence.
+_PROPOSES = re.compile(r"\b(?:we|this (?:paper|work)|here we)\s+(?:\w+\s+){0,2}?"
+                       r"(?:introduce|present|propose|develop|design|devise|accelerate|"
+                       r"generalize|extend)s?\b|\bproposed\b", re.IGNORECASE)
 # A name: a capitalised word after a sentence's first (ReClor, MIMIC-CXR, ACE2004, Atari).
 _NAME = re.compile(r"(?<=\s)[A-Z][\w-]*")
 
@@ -226,8 +227,7 @@ def sentence_signals(question: str, sentences: Sequence[str], abstract: str, tit
             "unit": any(unit.search(sentence) for unit in units),
             "evaluation": "evaluation" in kinds and (bool(_EVALUATES.search(sentence)) +
                                                      bool(_NAME.search(sentence))) / 2,
-            "proposes": "method" in kinds and bool(PROPOSES.search(sentence)
-                                                       or _PROPOSED.search(sentence)),
+            "proposes": "method" in kinds and bool(_PROPOSES.search(sentence)),
             "beyond_title": len(beyond_title & words) / np.sqrt(len(words) + 5)})
     return np.array([[float(row[name]) for name in SIGNALS] for row in rows],
                     dtype=np.float64).reshape(len(sentences), len(SIGNALS))
@@ -266,7 +266,8 @@ _COUNTED = re.compile(r"\b(?:how many|number of)((?:\s+[A-Za-z][\w-]*){1,3})", r
 _SPAN_CONDITION = re.compile(r"\b(?:as long as|provided (?:that)?|only (?:when|if)|whenever|"
                              r"when|unless|if|in the condition of|under)\b[^,;.]*",
                              re.IGNORECASE)
-_CLAUSE_MARK = re.compile(r"[,;.(]")
+_SPAN_METHOD = re.compile(r"\b(?:propose|introduce|present|develop)s?\b\s+([^,;.(]*)",
+                          re.IGNORECASE)
 _SPAN_ASSUMPTION = re.compile(r"\bassum\w*\b[^,;.]*", re.IGNORECASE)
 # O(1/√(N)), Õ(d/ε²), Θ(n log n): balanced to two levels of parentheses.
 _SPAN_BOUND = re.compile(r"[OΘΩÕ]\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
@@ -312,9 +313,6 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
     for kind, pattern in (("condition", _SPAN_CONDITION), ("assumption", _SPAN_ASSUMPTION)):
         if kind in kinds and (match := pattern.search(sentence)):
             return match.start(), match.end()
-    if "method" in kinds and (match := PROPOSES.search(sentence)):
-        # The proposed thing: what follows the verb, up to the clause's first mark.
-        thing = _CLAUSE_MARK.split(sentence[match.end():], maxsplit=1)[0].rstrip()
-        if thing:
-            return match.end(), match.end() + len(thing)
+    if "method" in kinds and (match := _SPAN_METHOD.search(sentence)) and match.group(1).strip():
+        return match.start(1), match.start(1) + len(match.group(1).rstrip())
     return None

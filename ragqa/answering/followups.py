@@ -112,6 +112,24 @@ ORDINALS = {"first": 0, "former": 0, "second": 1, "third": 2, "fourth": 3, "fift
             "5th": 4, "6th": 5, "one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "six": 5}
 
 
+# Places a turn the model reads as naming one may say in words list_place does not read ("3rd
+# pls", "the middle one", "the one at the top", "the final entry"; the follow-up wordings sets'
+# report halves): any ordinal word, and where in the list.
+_PLACE_WORDS = {**{w: i for w, i in ORDINALS.items()
+                   if w not in ("one", "two", "three", "four", "five", "six")},
+                "final": -1, "bottom": -1, "top": 0, "penultimate": -2}
+
+
+def named_place(question: str, shown: int) -> int | None:
+    """The place a turn names in any words ("middle": the middle of `shown` papers), or None."""
+    for word in re.findall(r"[a-z0-9]+", question.lower()):
+        if word in _PLACE_WORDS:
+            return _PLACE_WORDS[word]
+        if word == "middle" and shown >= 3:
+            return shown // 2 - (shown % 2 == 0)
+    return None
+
+
 def list_place(question: str) -> int | None:
     """The place in the last answer's list a turn names (0 for the first, -1 for the last), or
     None."""
@@ -127,10 +145,11 @@ _FRAME_WORDS = re.compile(
     r"studies|" + ORDINAL_WORDS + r")\b", re.IGNORECASE)
 
 # A turn that announces a new topic ("ok, different thing: memes, anything on those?",
-# "switching topics — …", "new question: …", "now something else - …"), unless it still says
-# "of them": a cue of the follow-up kind model ("cue:announces"; all 89 announcing turns of blind
-# rounds 1-11 are switches). The announcing words are question.py's ANNOUNCES, the same that a
-# topic's lead-in loses.
+# "switching topics — …", "new question: …", "now something else - …") leaves the last papers
+# whatever else it says ("those" is the memes), unless it still says "of them": all 89
+# announcing turns of blind rounds 1-11 are switches. A rule before the model, which weighs the
+# same cue ("cue:announces") too little against "those" or "which one" to be sure of it. The
+# announcing words are question.py's ANNOUNCES, the same that a topic's lead-in loses.
 _STILL_THEIRS = re.compile(
     r"\b(?:any|which|one|either|each|some|none|neither|all|both|two)\s+of\s+(?:them|these|"
     r"those|the above)\b|\b(?:these|those)\s+(?:two|three|papers?)\b", re.IGNORECASE)
@@ -170,13 +189,18 @@ class Resolution:
 # What a turn does with the last papers, fitted: ragqa/data/followup_kind_model.json, written
 # with its provenance by `python bench/understanding/fit_followup_kind.py --home DIR --write`.
 FOLLOWUP_KIND_MODEL = "followup_kind_model.json"
+KINDS = ("leave", "select", "position", "about")
+KIND_CUES = frozenset({"cue:no_content", "cue:in_last", "cue:lift", "cue:place", "cue:refers",
+                       "cue:selects", "cue:announces", "cue:asks_for_papers"})
 
 
 def kind_features(question: str, last_rows: list[int], index: LexicalIndex | None
                   ) -> dict[str, float]:
     """The turn's named features for the follow-up kind model: its wording
     (kinds.wording_features: words, pairs, first words, length, last mark), its content words
-    against the last papers ("cue:in_last", "cue:lift", "cue:no_content": as `cues`), whether
+    against the last papers ("cue:in_last": the largest share of them one of the papers holds;
+    "cue:lift": the log of how much more often the papers hold them than the collection does;
+    "cue:no_content": it has none), whether
     it names a place ("cue:place"), points back ("cue:refers"), selects ("cue:selects") or
     announces a new topic ("cue:announces"), and the list-question model's probability that it
     asks for papers ("cue:asks_for_papers"). The model adds the turn's MiniLM embedding."""
@@ -199,14 +223,16 @@ def kind_features(question: str, last_rows: list[int], index: LexicalIndex | Non
 def followup_kind(question: str, last_rows: list[int], index: LexicalIndex | None) -> str:
     """"leave", "select", "position" or "about": what the fitted model reads the turn as doing
     with the last papers."""
-    return choice_model(FOLLOWUP_KIND_MODEL).choose(kind_features(question, last_rows, index),
-                                                    question)
+    model = choice_model(FOLLOWUP_KIND_MODEL, KINDS, KIND_CUES)
+    return model.choose(kind_features(question, last_rows, index), question)
 
 
 def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resolution:
-    """How `question` uses the papers `last` (the last answer's, in its order): as the fitted
-    follow-up kind model reads it; a place is found by list_place."""
-    if not last:
+    """How `question` uses the papers `last` (the last answer's, in its order): a turn that
+    announces a new topic leaves them; else as the fitted follow-up kind model reads it, a
+    place being read by list_place (or, when the model reads one that list_place does not, by
+    named_place)."""
+    if not last or announces_new_topic(question):
         return Resolution("leave")
     rows = [r for r in (index.index_of(pid) for pid in last) if r is not None] if index else []
     kind = followup_kind(question, rows, index)
@@ -215,6 +241,8 @@ def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resol
     if kind == "leave" and not (asked_artifact(question) and not content_terms(question)):
         return Resolution("leave")
     position = list_place(question)
+    if kind == "position" and position is None:
+        position = named_place(question, len(last))
     if kind != "select" and position is not None and -len(last) <= position < len(last):
         return Resolution("about", (last[position],))
     # "is there code?" after several papers asks which of them give it (artifacts.py).

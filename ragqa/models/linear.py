@@ -16,7 +16,6 @@ last papers) are retrieval/kinds.py's, with files of the same kind.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -48,9 +47,6 @@ class NamedLinearModel:
         return self.bias + float(self.vector(list(features)) @ np.array(
             [float(v) for v in features.values()]))
 
-    def probability(self, features: Mapping[str, float]) -> float:
-        return 1.0 / (1.0 + math.exp(-self.score(features)))
-
     def to_json(self) -> dict:
         return {"weights": {k: round(float(v), 4) for k, v in self.weights.items()},
                 "bias": round(float(self.bias), 4), "provenance": dict(self.provenance)}
@@ -63,8 +59,13 @@ class NamedLinearModel:
 
 def write_model(path: Path, model: NamedLinearModel) -> None:
     """Write a model file whole (a temporary file renamed over it: never half a model)."""
+    write_model_record(path, model.to_json())
+
+
+def write_model_record(path: Path, record: dict) -> None:
+    """Write any model file's JSON record whole (the bench scripts that fit models use it)."""
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(model.to_json(), indent=1, ensure_ascii=False) + "\n",
+    temporary.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n",
                          encoding="utf-8")
     temporary.replace(path)
 

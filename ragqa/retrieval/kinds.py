@@ -27,6 +27,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 
+from ragqa.errors import ServiceError
 from ragqa.models.encoders import LocalMiniLM
 from ragqa.resources import DATA_DIR
 
@@ -175,9 +176,20 @@ class ChoiceModel:
 
 
 @cache
-def choice_model(file_name: str) -> ChoiceModel:
-    """A shipped choice model of ragqa/data (the follow-up kind: followup_kind_model.json)."""
-    return ChoiceModel.from_json(json.loads((DATA_DIR / file_name).read_text(encoding="utf-8")))
+def choice_model(file_name: str, kinds: tuple[str, ...], cues: frozenset[str]) -> ChoiceModel:
+    """A shipped choice model of ragqa/data (the follow-up kind: followup_kind_model.json), which
+    must choose among `kinds` and weigh no "cue:" feature the code does not compute (`cues`): a
+    cue renamed or a kind added without a refit fails here, never silently."""
+    path = DATA_DIR / file_name
+    try:
+        model = ChoiceModel.from_json(json.loads(path.read_text(encoding="utf-8")))
+        unknown = sorted(n for n in model.weights if n.startswith("cue:") and n not in cues)
+        if model.kinds != kinds or unknown:
+            raise ValueError(f"its kinds {list(model.kinds)} or cues {unknown} are not the code's")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ServiceError(f"the model file {path} is missing or damaged ({exc}): reinstall "
+                           "ragqa, or refit it with the bench script its provenance names") from exc
+    return model
 
 
 @cache

@@ -202,15 +202,10 @@ def strip_marks(text: str) -> str:
     return to_text(text)
 
 
-# How authors say what they contribute: a subject ("we", "this paper", "here we"), up to two
-# words ("we further", "we then carefully") and a verb of making ("propose", "introduce",
-# "develop", "call" …), then any "a novel". One detector for the derived title (the name or noun
-# phrase after it), the contribution sentence, and the fact answer's reading of a sentence that
-# proposes something (answering/facts.py: its "proposes" signal and the span it marks).
-PROPOSES = re.compile(
+_INTRO = re.compile(
     r"\b(?:we|this (?:paper|work)|here we)\s+(?:\w+\s+){0,2}?"
-    r"(?:introduce|present|propose|develop|release|build|design|devise|construct|call|name|"
-    r"accelerate|generalize|extend)s?\b\s*(?:a new |a novel |the novel )?",
+    r"(?:introduce|present|propose|develop|release|build|design|construct|call|name)s?\b\s*"
+    r"(?:a new |a novel |the novel )?",
     re.IGNORECASE,
 )
 _NAMED = re.compile(r"\b(?:called|named|dubbed|termed|coined)\s+", re.IGNORECASE)
@@ -284,7 +279,7 @@ def derive_title(text: str, max_words: int = 10) -> str:
     ("Predictive coding (PC) is …" → "Predictive coding (PC)"), else its first words. Never a
     whole long sentence: at most `max_words` words and TITLE_CHARS characters."""
     plain = strip_marks(text[:_TITLE_SCAN])
-    for pattern in (PROPOSES, _NAMED):
+    for pattern in (_INTRO, _NAMED):
         for match in pattern.finditer(plain):
             name = _name_after(plain[match.end():])
             if name:
@@ -302,14 +297,14 @@ def derive_title(text: str, max_words: int = 10) -> str:
 def contribution_sentence(text: str) -> str | None:
     """The sentence that states what the abstract contributes ("We propose …", "This work
     introduces …"), or None."""
-    return next((s for s in split_sentences(text) if PROPOSES.search(s)), None)
+    return next((s for s in split_sentences(text) if _INTRO.search(s)), None)
 
 
 def _contribution(plain: str) -> str | None:
     """The noun phrase after the first "we propose / this work introduces …", if it reads as
     one: "a low-overhead compatibility certificate for learned operator pairs, …" →
     "Low-overhead compatibility certificate for learned operator pairs"."""
-    match = PROPOSES.search(plain)
+    match = _INTRO.search(plain)
     if not match:
         return None
     phrase = _CLAUSE_END.split(plain[match.end():].lstrip(), maxsplit=1)[0]
