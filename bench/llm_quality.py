@@ -66,8 +66,9 @@ def _questions(limit: int) -> list[dict]:
 
 def _checks(answer) -> dict:
     """What the shown answer must never be: bare, or holding an uncited, unflagged claim."""
-    from ragqa.answering.answer import answer_sentences, cited_numbers, detect_language
+    from ragqa.answering.answer import answer_sentences, cited_numbers
     from ragqa.answering.citations import degenerate_reason, states_fact
+    from ragqa.models.language import detect_language
 
     flagged = {u["sentence"] for u in answer.unsupported}
     unflagged = [s for s in answer_sentences(answer.text)

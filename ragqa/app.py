@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragqa.answering import summarize as summaries
-from ragqa.answering.answer import Answer, answer_question, detect_language
+from ragqa.answering.answer import Answer, answer_question
 from ragqa.answering.chat import (
     Session,
     Turn,
@@ -62,6 +62,7 @@ from ragqa.maps import naming as map_naming
 from ragqa.maps import trends as topic_trends
 from ragqa.models import LLM, Encoder
 from ragqa.models.encoders import make_encoder, make_multilingual_encoder
+from ragqa.models.language import detect_language
 from ragqa.models.llm import make_llm
 from ragqa.requests import (
     AskRequest,
@@ -131,12 +132,10 @@ def open_store(settings: Settings, name: str, loading: Future[Encoder] | None = 
 
 
 def is_foreign(question: str | None) -> bool:
-    """Whether a question is in another language than English (the check costs an import of
-    ragqa.answering.answer: only made for a question that is not plain ASCII)."""
-    if not question or question.isascii():
-        return False
-
-    return detect_language(question) != "English"
+    """Whether a question is in another language than English, as the answer reads it
+    (models/language.py: plain ASCII may be French too, "Quels articles traitent de la parole
+    full-duplex ?")."""
+    return bool(question) and detect_language(question) != "English"
 
 
 SEED_PAPERS = 29  # the bundled ICML 2026 seeds

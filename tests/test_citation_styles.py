@@ -141,8 +141,8 @@ def test_each_citation_style_is_read_through_the_real_client(seeded, llm_server,
 
 
 def test_the_language_check_tells_english_and_other_scripts_apart_only():
-    from ragqa.answering.answer import detect_language
     from ragqa.answering.citations import degenerate_reason
+    from ragqa.models.language import detect_language
 
     def reason(text: str, language: str) -> str:
         return degenerate_reason(text, language, detect_language)

@@ -97,8 +97,12 @@ def test_a_choice_model_file_that_drifts_from_the_code_is_refused_naming_the_fil
     record["weights"]["cue:renamed"] = [0.0, 0.0, 0.0, 0.0]
     (tmp_path / "drifted.json").write_text(json.dumps(record), encoding="utf-8")
     (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    # sense weights fitted on vectors ragqa does not make (SENSE_VECTORS: MiniLM, e5)
+    record = json.loads((DATA_DIR / FOLLOWUP_KIND_MODEL).read_text(encoding="utf-8"))
+    record["sense"]["embedder"] = "openai:text-embedding-3-small"
+    (tmp_path / "other_vectors.json").write_text(json.dumps(record), encoding="utf-8")
     monkeypatch.setattr(kinds, "DATA_DIR", tmp_path)
-    for name in ("drifted.json", "broken.json", "missing.json"):
+    for name in ("drifted.json", "broken.json", "missing.json", "other_vectors.json"):
         with pytest.raises(ServiceError, match=name):
             kinds.choice_model(name, ("leave", "select", "position", "about"),
                                frozenset({"cue:refers"}))

@@ -13,9 +13,9 @@ import string
 
 import pytest
 
-from ragqa.answering.answer import detect_language
 from ragqa.answering.messages import CATALOGUE, CHINESE, ENGLISH, message, shown_topic
 from ragqa.faces.openai_compat import message_text, read_message
+from ragqa.models.language import detect_language
 
 from .conftest import FULL_DUPLEX
 from .helpers.answers import _llm_env, _source_numbers

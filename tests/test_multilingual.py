@@ -195,3 +195,46 @@ def test_a_tampered_dictionary_is_refused(tmp_path: Path):
         handle.write("全雙工 全双工 [quan2 shuang1 gong1] /anything/\n")
     with pytest.raises(GlossaryError, match="SHA256"):
         cedict_path(copy)
+
+
+# ---------------------------------------------------------------- which language (issue 46)
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("¿Se probaron en robots reales?", "Spanish"),  # read as English by the word lists before
+    ("Welches davon fliegt?", "German"),
+    ("Lesquels ont été testés en conditions réelles ?", "French"),
+    ("Qual deles roda quase em tempo real?", "Portuguese"),
+    ("哪些论文研究全双工语音？", "Chinese"),
+    ("2番目の論文は？", "Japanese"),
+    # English, however short: below the identifier's threshold, or a language Latin letters
+    # do not write ("federated RL?" is Punjabi to its letter statistics)
+    ("diffusion ones", "English"), ("atari?", "English"), ("federated RL?", "English"),
+    ("code?", "English"), ("the 2nd", "English"),
+])
+def test_the_language_of_a_question_is_its_script_or_the_identifiers(text, language):
+    from ragqa.models.language import detect_language
+
+    assert detect_language(text) == language
+
+
+def test_a_tampered_language_identifier_is_refused(tmp_path: Path):
+    from ragqa.models.language import _identifier_path, load_identifier
+
+    copy = tmp_path / "lid.176.ftz"
+    shutil.copyfile(_identifier_path(), copy)
+    with copy.open("ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(EmbeddingError, match="SHA256"):
+        load_identifier(copy)
+
+
+@pytest.mark.parametrize(("turn", "shown", "place"), [
+    ("倒数第二篇用了什么数据？", 4, -2), ("第一篇提出了什么？", 3, 0),
+    ("Nr. 3 bitte", 4, 2), ("2番目の論文は？", 3, 1),  # a lone digit
+    ("la deuxième, elle fait quoi ?", 3, 1), ("последняя статья — какие данные?", 4, -1),
+    ("첫 번째 논문 요약해줘", 3, 0), ("mostra o terceiro", 4, 2),  # the nearest place anchor
+])
+def test_a_place_is_read_in_any_language(turn, shown, place):
+    from ragqa.answering.followups import multilingual_place
+
+    assert multilingual_place(turn, shown) == place

@@ -67,7 +67,9 @@ MORE_SLICES = {"nips2017": ("nips", 2017), "naacl2024": ("naacl", 2024),
                "colm2024": ("colm", 2024), "aistats2025": ("aistats", 2025),
                # the follow-up wordings set (issue 46, session 32; round 15 is on BLIND_SLICES)
                "nips2015": ("nips", 2015), "aistats2022": ("aistats", 2022),
-               "corl2025": ("corl", 2025), "uai2024": ("uai", 2024)}
+               "corl2025": ("corl", 2025), "uai2024": ("uai", 2024),
+               # the follow-up sets in other languages (issue 46, session 33)
+               "uai2023": ("uai", 2023), "corl2024": ("corl", 2024)}
 # The blind list set of issue 45 (bench/lists/BLIND_LISTS.md): questions written by a helper
 # that never saw ragqa, on slices no earlier set used; split in halves before any was looked at
 # (blind_half): "calibrate" may tune, "report" is only reported.

@@ -34,15 +34,17 @@ def design(rows: list[dict], names: list[str], vectors: np.ndarray, scale: float
     return np.hstack([x, scale * vectors]) if scale else x
 
 
-def fit_softmax(x: np.ndarray, y: np.ndarray, k: int, l2: float
-                ) -> tuple[np.ndarray, np.ndarray]:
+def fit_softmax(x: np.ndarray, y: np.ndarray, k: int, l2: float,
+                sample: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Weights (features x kinds) and biases by L-BFGS on the L2-penalised log-loss, each kind
-    weighted to equal total mass."""
+    weighted to equal total mass, each row also by its `sample` weight (default 1)."""
     from scipy.optimize import minimize
 
     n, d = x.shape
     onehot = np.eye(k)[y]
     mass = (n / (k * np.maximum(onehot.sum(0), 1)))[y]
+    if sample is not None:
+        mass = mass * sample
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         w, b = theta[:d * k].reshape(d, k), theta[d * k:]
@@ -61,12 +63,14 @@ def fit_softmax(x: np.ndarray, y: np.ndarray, k: int, l2: float
 
 
 class Fit:
-    """Rows, their MiniLM vectors and kinds; fits on a mask, predicts on another."""
+    """Rows, their vectors (MiniLM's or multilingual-e5's), kinds and weights; fits on a mask,
+    predicts on another."""
 
     def __init__(self, rows: list[dict], vectors: np.ndarray, kinds: tuple[str, ...],
-                 l2: float) -> None:
+                 l2: float, sample: np.ndarray | None = None) -> None:
         self.rows, self.vectors, self.kinds, self.l2 = rows, vectors, kinds, l2
         self.y = np.array([kinds.index(r["kind"]) for r in rows])
+        self.sample = np.ones(len(rows)) if sample is None else sample
 
     def _rows(self, mask: np.ndarray) -> list[dict]:
         return [r for r, m in zip(self.rows, mask, strict=True) if m]
@@ -74,7 +78,7 @@ class Fit:
     def fit(self, mask: np.ndarray, scale: float) -> dict:
         names = vocabulary(self._rows(mask))
         x = design(self._rows(mask), names, self.vectors[mask], scale)
-        w, b = fit_softmax(x, self.y[mask], len(self.kinds), self.l2)
+        w, b = fit_softmax(x, self.y[mask], len(self.kinds), self.l2, self.sample[mask])
         return {"names": names, "w": w, "b": b, "scale": scale}
 
     def predict(self, fitted: dict, mask: np.ndarray) -> np.ndarray:
@@ -83,6 +87,20 @@ class Fit:
 
     def accuracy(self, fitted: dict, mask: np.ndarray) -> float:
         return float(np.mean(self.predict(fitted, mask) == self.y[mask]))
+
+
+def model_record(chosen: dict, kinds: tuple[str, ...], embedder: str) -> dict:
+    """A fitted model as retrieval/kinds.py ChoiceModel reads it (the embedding's scale folded
+    into its sense weights; `embedder` names whose vectors they weigh), before its provenance."""
+    names, w = chosen["names"], chosen["w"]
+    return {
+        "kinds": list(kinds),
+        "weights": {name: [round(float(v), 5) for v in w[i]] for i, name in enumerate(names)},
+        "bias": [round(float(v), 5) for v in chosen["b"]],
+        "sense": None if not chosen["scale"] else {
+            "embedder": embedder, "scale": chosen["scale"],
+            "weights": [[round(float(v) * chosen["scale"], 6) for v in row]
+                        for row in w[len(names):]]}}
 
 
 def show(figures: dict, as_json: bool) -> None:

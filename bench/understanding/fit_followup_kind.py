@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "reading"))
 sys.path.insert(0, str(HERE))
 
-from choice_fit import Fit, show  # noqa: E402  (bench/understanding/choice_fit.py)
+from choice_fit import Fit, model_record, show  # noqa: E402  (bench/understanding/choice_fit.py)
 from facts import DEFAULT_DATA, lists_eval, slice_path  # noqa: E402  (bench/reading/facts.py)
 
 KINDS = ("leave", "select", "position", "about")
@@ -125,7 +125,7 @@ def labelled(home: Path, data: Path) -> list[dict]:
                     kind = "leave" if turn["kind"] in ("list", "switch") else turn["kind"]
                     held = [r for r in map(index.index_of, last) if r is not None]
                     rows.append({"round": round_no, "source": f"round {round_no}",
-                                 "text": turn["say"], "kind": kind,
+                                 "slice": name, "last": last, "text": turn["say"], "kind": kind,
                                  "features": turn_features(turn["say"], held, index),
                                  "half": "report" if chat["split"] == "heldout" else "calibrate"})
                 if turn["papers"]:
@@ -136,10 +136,20 @@ def labelled(home: Path, data: Path) -> list[dict]:
         index = indexes.setdefault(name, open_for_query(settings, name).lexical)
         for item in items:
             held = [r for r in map(index.index_of, item["shown"]) if r is not None]
-            rows.append({"round": round_no, "source": f"wordings {name}", "text": item["say"],
+            rows.append({"round": round_no, "source": f"wordings {name}", "slice": name,
+                         "last": item["shown"], "text": item["say"],
                          "kind": item["kind"], "features": turn_features(item["say"], held, index),
                          "half": _wordings_half(item["id"])})
     return rows
+
+
+def fitted_mask(rows: list[dict]) -> np.ndarray:
+    """The rows fitted on: rounds 1-11 whole; a later round, or a wordings set, by its
+    calibrate half (its report half is never fitted)."""
+    rounds = np.array([r["round"] for r in rows])
+    halves = np.array([r["half"] for r in rows])
+    return np.isin(rounds, FITTED_ROUNDS) | ((rounds >= FIRST_SPLIT_CHAT_ROUND) &
+                                             (halves == "calibrate"))
 
 
 def before_kinds(checkout: Path, home: Path, data: Path) -> list[str]:
@@ -215,9 +225,7 @@ def main() -> int:
     fit = Fit(rows, question_vectors([r["text"] for r in rows]), KINDS, L2)
     rounds = np.array([r["round"] for r in rows])
     halves = np.array([r["half"] for r in rows])
-    # Rounds 1-11 whole; a later round by its calibrate half (its report half is never fitted)
-    fitted = np.isin(rounds, FITTED_ROUNDS) | ((rounds >= FIRST_SPLIT_CHAT_ROUND) &
-                                               (halves == "calibrate"))
+    fitted = fitted_mask(rows)
     before = np.array(before_kinds(args.before, args.home, args.data)) if args.before else None
     # What this checkout's chat decides (followups.resolve: the shipped model, and the rules
     # around it), on the same turns: the figure a user gets, beside the classifier's own.
@@ -283,38 +291,34 @@ def _commit(checkout: Path | None) -> str:
     return result.stdout.strip() or str(checkout)
 
 
-def write_model(chosen: dict, fitted: np.ndarray, figures: dict, args) -> None:  # noqa: ANN001
-    """The model file the chat reads (retrieval/kinds.py ChoiceModel), with its provenance."""
-    from ragqa.answering.followups import FOLLOWUP_KIND_MODEL
+def write_choice_model(file_name: str, chosen: dict, embedder: str, provenance: dict) -> None:
+    """A follow-up kind model file the chat reads (retrieval/kinds.py ChoiceModel, in
+    ragqa/data), with its provenance."""
     from ragqa.answering.followups import KINDS as CHAT_KINDS
     from ragqa.models.linear import write_model_record
     from ragqa.resources import DATA_DIR
-    from ragqa.retrieval.kinds import sense_embedder_id
 
     assert KINDS == CHAT_KINDS, "the kinds fitted are not the ones the chat reads"
+    record = {**model_record(chosen, KINDS, embedder), "provenance": provenance}
+    write_model_record(DATA_DIR / file_name, record)
 
-    names, w = chosen["names"], chosen["w"]
-    record = {
-        "kinds": list(KINDS),
-        "weights": {name: [round(float(v), 5) for v in w[i]] for i, name in enumerate(names)},
-        "bias": [round(float(v), 5) for v in chosen["b"]],
-        "sense": None if not chosen["scale"] else {
-            "embedder": sense_embedder_id(), "scale": chosen["scale"],
-            "weights": [[round(float(v) * chosen["scale"], 6) for v in row]
-                        for row in w[len(names):]]},
-        "provenance": {
-            "script": "bench/understanding/fit_followup_kind.py",
-            "command": f"--before <checkout of {_commit(args.before)}> --scales {args.scales} "
-                       "--write" + (f" --drop {args.drop}" if args.drop else ""),
-            "data": "every turn after some papers of the blind chat rounds 1-11 and the "
-                    "calibrate halves of rounds 13 on (bench/reading/chats_blind*.jsonl), and "
-                    "the calibrate halves of the follow-up wordings sets "
-                    "(bench/understanding/followups/); labelled leave, select, position, about "
-                    "by their writers; round 12 and every report half kept out",
-            "turns_fitted": int(fitted.sum()),
-            "figures": {"left_out_mean": figures["left_out"]["mean"],
-                        "reports": figures["reports"]}}}
-    write_model_record(DATA_DIR / FOLLOWUP_KIND_MODEL, record)
+
+def write_model(chosen: dict, fitted: np.ndarray, figures: dict, args) -> None:  # noqa: ANN001
+    from ragqa.answering.followups import FOLLOWUP_KIND_MODEL
+    from ragqa.retrieval.kinds import sense_embedder_id
+
+    write_choice_model(FOLLOWUP_KIND_MODEL, chosen, sense_embedder_id(), {
+        "script": "bench/understanding/fit_followup_kind.py",
+        "command": f"--before <checkout of {_commit(args.before)}> --scales {args.scales} "
+                   "--write" + (f" --drop {args.drop}" if args.drop else ""),
+        "data": "every turn after some papers of the blind chat rounds 1-11 and the "
+                "calibrate halves of rounds 13 on (bench/reading/chats_blind*.jsonl), and "
+                "the calibrate halves of the follow-up wordings sets "
+                "(bench/understanding/followups/); labelled leave, select, position, about "
+                "by their writers; round 12 and every report half kept out",
+        "turns_fitted": int(fitted.sum()),
+        "figures": {"left_out_mean": figures["left_out"]["mean"],
+                    "reports": figures["reports"]}})
 
 
 if __name__ == "__main__":

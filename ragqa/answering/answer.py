@@ -17,7 +17,6 @@ from __future__ import annotations
 import html
 import re
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
@@ -37,6 +36,7 @@ from ragqa.answering.facts import (
 from ragqa.answering.followups import Resolution, property_phrase, selected
 from ragqa.answering.messages import language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
+from ragqa.models.language import detect_language
 from ragqa.models.llm import MAX_ANSWER_TOKENS
 from ragqa.models.rerank import cross_encoder
 from ragqa.prompts import load_prompt
@@ -103,47 +103,6 @@ def _untagged(text: str) -> str:
     return re.sub(r"<\s*/?\s*sources?\b", "‹source", text, flags=re.IGNORECASE)
 
 
-# ---------------------------------------------------------------- language
-
-_SCRIPTS = (("CJK", "Chinese"), ("HIRAGANA", "Japanese"), ("KATAKANA", "Japanese"),
-            ("HANGUL", "Korean"), ("CYRILLIC", "Russian"), ("ARABIC", "Arabic"),
-            ("HEBREW", "Hebrew"), ("GREEK", "Greek"), ("DEVANAGARI", "Hindi"), ("THAI", "Thai"))
-_STOPWORDS = {
-    "English": {"the", "which", "what", "of", "and", "is", "are", "do", "does", "papers", "how",
-                "on", "in", "for", "with", "about", "to"},
-    "French": {"le", "la", "les", "des", "quels", "quelles", "articles", "sur", "est", "et", "du"},
-    "German": {"der", "die", "das", "welche", "und", "ist", "mit", "über", "arbeiten", "zu"},
-    "Spanish": {"el", "los", "las", "qué", "cuáles", "artículos", "sobre", "es", "y", "del"},
-    "Portuguese": {"os", "as", "quais", "artigos", "sobre", "é", "e", "do", "da", "que"},
-    "Italian": {"il", "gli", "quali", "articoli", "sono", "è", "e", "della", "che", "di"},
-}
-
-
-def detect_language(text: str) -> str:
-    """'English' or the name of the question's language, from its script or common words."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return "English"
-    counts: dict[str, int] = {}
-    for ch in letters:
-        if ord(ch) < 128:
-            continue
-        name = unicodedata.name(ch, "")
-        for marker, language in _SCRIPTS:
-            if marker in name:
-                counts[language] = counts.get(language, 0) + 1
-                break
-    if counts.get("Japanese") and "Chinese" in counts:
-        # Kana are Japanese only: the kanji of a Japanese question ("全二重音声の論文") are too.
-        counts["Japanese"] += counts.pop("Chinese")
-    if counts:
-        language, count = max(counts.items(), key=lambda kv: kv[1])
-        if count >= 0.3 * len(letters) or count >= 4:
-            return language
-    words = set(re.findall(r"[^\W\d_]+", text.lower()))
-    scores = {lang: len(words & stops) for lang, stops in _STOPWORDS.items()}
-    best = max(scores, key=lambda lang: scores[lang])
-    return best if scores[best] > scores["English"] else "English"
 
 
 # ---------------------------------------------------------------- citations

@@ -21,12 +21,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragqa.answering.answer import Answer, Citation, answer_question, detect_language, quote_lines
+from ragqa.answering.answer import Answer, Citation, answer_question, quote_lines
 from ragqa.answering.followups import (
     PLACE_BY_NUMBER,
     PLURAL_REF,
     REFERS,
     SINGULAR_REF,
+    ZH_ORDINAL,
     Resolution,
     list_place,
     resolve,
@@ -34,6 +35,7 @@ from ragqa.answering.followups import (
 )
 from ragqa.answering.messages import joined, message, shown_topic
 from ragqa.errors import UserError
+from ragqa.models.language import detect_language
 from ragqa.prompts import load_prompt
 from ragqa.retrieval.question import ORDINAL_WORDS, topic_of
 from ragqa.screening.feedback import refine
@@ -57,11 +59,7 @@ _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|thos
 # "其中哪些使用了扩散模型？" (the selecting frame, 其中 = "of them", is kept as "X 中").
 _ZH_PLURAL_REF = re.compile(r"这些论文|这些工作|这些方法|上述论文|以上论文|它们|他们|这些")
 _ZH_SINGULAR_REF = re.compile(r"这篇论文|这篇工作|该论文|该工作|这篇|它")
-_ZH_ORDINAL = re.compile(r"(第一|第二|第三|第四|第五|最后一)篇(?:论文)?")
-_ZH_ORDINALS = {"第一": 0, "第二": 1, "第三": 2, "第四": 3, "第五": 4, "最后一": -1}
 _ZH_FRAME = re.compile(r"^\s*(?:那么|那)?(?:其中|它们之中|它们中|这些论文中|这些中)[，,]?\s*")
-# "… 中哪些 …" anywhere ("上述论文中哪些…"): a selection too.
-_ZH_SELECTS = re.compile(r"中[，,]?\s*哪(?:些|篇)")
 
 
 @dataclass
@@ -242,13 +240,12 @@ def list_sessions(settings: Settings) -> list[dict]:
 def referenced_papers(question: str, session: Session, index: LexicalIndex | None = None
                       ) -> Resolution:
     """What a turn does with the last answer's papers (followups.resolve: the fitted follow-up
-    kind model, after the rule for an announced new topic; a question in Chinese by its own
-    words for "them", "it", "the first one" and "which of them")."""
+    kind model, after the rule for an announced new topic; a turn in another language, Chinese
+    included, by the multilingual one)."""
     cited = session.last_cited
     if not cited:
         return Resolution("leave")
-    resolution = resolve(question, cited, index) if detect_language(question) != "Chinese" \
-        else _resolve_chinese(question, cited)
+    resolution = resolve(question, cited, index)
     listed = session.last_listed
     if resolution.selecting and len(cited) < 2 and listed:
         # A choice among one paper is none: it picks among the last list again.
@@ -266,26 +263,12 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     return Resolution("beyond", place=place)
 
 
-def _resolve_chinese(question: str, cited: list[str]) -> Resolution:
-    zh_ordinal = _ZH_ORDINAL.search(question)
-    if zh_ordinal:
-        position = _ZH_ORDINALS[zh_ordinal.group(1)]
-        return Resolution("about", (cited[position],)) if -len(cited) <= position < len(cited) \
-            else Resolution("leave")
-    if _ZH_FRAME.search(question) or _ZH_SELECTS.search(question):
-        return Resolution("select", tuple(cited))
-    if _ZH_PLURAL_REF.search(question) or _ZH_SINGULAR_REF.search(question):
-        # "it" after an answer citing several papers is one of them: search among them all.
-        return Resolution("about", tuple(cited))
-    return Resolution("leave")
-
-
 def strip_references(question: str) -> str:
     """The follow-up without the words that point back: what to search among the papers."""
     if detect_language(question) != "Chinese":
         return without_references(question)
     text = _ZH_FRAME.sub("", question)
-    for pattern in (_ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF):
+    for pattern in (ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF):
         text = pattern.sub("", text)
     text = " ".join(text.split())
     return text if len(text) >= 3 else question
@@ -299,7 +282,7 @@ def offline_standalone(question: str, session: Session, papers: list[str]) -> st
     subject = message("chat.one_paper" if len(names) == 1 else "chat.papers", language,
                       names=joined(names, language))
     frame, ordinal, plural, singular = (_FRAME, _ORDINAL, PLURAL_REF, SINGULAR_REF) \
-        if language != "Chinese" else (_ZH_FRAME, _ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF)
+        if language != "Chinese" else (_ZH_FRAME, ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF)
     rest = frame.sub("", question)
     if rest != question:  # "Which of them uses X?" -> "Which of the papers A and B uses X?"
         return message("chat.which_of", language, subject=subject, rest=rest)

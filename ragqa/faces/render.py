@@ -14,10 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ragqa.answering.answer import detect_language
 from ragqa.answering.messages import message
 from ragqa.answering.summarize import summary_mode
 from ragqa.index.ingest import Progress
+from ragqa.models.language import detect_language
 from ragqa.sources.paper import tally_summary
 from ragqa.text import json_text, safe
 

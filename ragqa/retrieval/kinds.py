@@ -28,7 +28,7 @@ from functools import cache, lru_cache
 import numpy as np
 
 from ragqa.errors import ServiceError
-from ragqa.models.encoders import LocalMiniLM
+from ragqa.models.encoders import LocalMiniLM, MultilingualE5
 from ragqa.resources import DATA_DIR
 
 # Words in any script ("réduit", "переобучение"), and the marks that end or split a question,
@@ -97,6 +97,37 @@ def _cached_vector(text: str) -> np.ndarray:
     return vector
 
 
+_MULTILINGUAL: list = []
+
+
+def _multilingual_encoder() -> MultilingualE5:
+    """multilingual-e5 (docs/multilingual.md), loaded at the first turn in another language."""
+    with _ENCODER_LOCK:
+        if not _MULTILINGUAL:
+            _MULTILINGUAL.append(MultilingualE5(threads=1))
+        return _MULTILINGUAL[0]
+
+
+def multilingual_question_vectors(texts: list[str]) -> np.ndarray:
+    """The texts' embeddings as questions ("query: ") by multilingual-e5: the sense features
+    of a model fitted for turns in any language."""
+    cut = [t[:MAX_EMBEDDED_CHARS] for t in texts]
+    return _multilingual_encoder().embed_queries(cut).astype(np.float64)
+
+
+@lru_cache(maxsize=256)
+def _cached_multilingual_vector(text: str) -> np.ndarray:
+    vector = multilingual_question_vectors([text])[0]
+    vector.setflags(write=False)
+    return vector
+
+
+# The embedders a model's sense weights may be fitted on, each with the question's vector by it.
+SENSE_VECTORS = {LocalMiniLM.embedder_id: lambda text: _question_vector(text),
+                 MultilingualE5.embedder_id: lambda text: _cached_multilingual_vector(
+                     text[:MAX_EMBEDDED_CHARS])}
+
+
 @dataclass(frozen=True)
 class WordingModel:
     """P(yes) = sigmoid(bias + the weights of the question's wording features + the sense
@@ -139,13 +170,16 @@ class WordingModel:
 @dataclass(frozen=True)
 class ChoiceModel:
     """One of several kinds: the kind whose score is highest, a score being its bias + its
-    weight of each named feature x the feature's value + its sense weights . the text's MiniLM
-    embedding (a multinomial logistic model; features it has no weight for count nothing)."""
+    weight of each named feature x the feature's value + its sense weights . the text's
+    embedding (by the bundled MiniLM, or by multilingual-e5 for a model fitted for turns in any
+    language: `embedder`); a multinomial logistic model, features it has no weight for count
+    nothing."""
 
     kinds: tuple[str, ...]
     weights: dict[str, np.ndarray]  # feature name -> one weight per kind
     bias: np.ndarray
     sense: np.ndarray | None = None  # 384 x kinds, the embedding's scale folded in
+    embedder: str = LocalMiniLM.embedder_id  # whose vectors `sense` weighs (SENSE_VECTORS)
 
     def scores(self, features: dict[str, float], text: str) -> np.ndarray:
         z = self.bias.copy()
@@ -153,7 +187,7 @@ class ChoiceModel:
             if name in self.weights:
                 z += value * self.weights[name]
         if self.sense is not None:
-            z += _question_vector(text) @ self.sense
+            z += SENSE_VECTORS[self.embedder](text) @ self.sense
         return z
 
     def choose(self, features: dict[str, float], text: str) -> str:
@@ -166,13 +200,13 @@ class ChoiceModel:
         if any(w.shape != (len(kinds),) for w in weights.values()):
             raise ValueError("a choice model's weights must give one value per kind")
         sense = record.get("sense")
-        matrix = None
+        matrix, embedder = None, sense_embedder_id()
         if sense:
-            matrix = np.asarray(sense["weights"], dtype=np.float64)
-            if sense.get("embedder") != sense_embedder_id() or matrix.shape != (384, len(kinds)):
-                raise ValueError(f"the choice model was fitted on {sense.get('embedder')} vectors "
-                                 "of another shape than this MiniLM's: refit it")
-        return cls(kinds, weights, np.asarray(record["bias"], dtype=np.float64), matrix)
+            matrix, embedder = np.asarray(sense["weights"], dtype=np.float64), sense.get("embedder")
+            if embedder not in SENSE_VECTORS or matrix.shape != (384, len(kinds)):
+                raise ValueError(f"the choice model was fitted on {embedder} vectors of "
+                                 f"{matrix.shape} weights, not on vectors ragqa makes: refit it")
+        return cls(kinds, weights, np.asarray(record["bias"], dtype=np.float64), matrix, embedder)
 
 
 @cache
