@@ -164,6 +164,16 @@ def test_a_follow_up_in_another_language_is_read_as_an_english_one_is(chat, sele
     assert "papers it refers to" not in " ".join(switched["answer"].split())
 
 
+def test_a_place_beyond_the_list_in_another_language_says_so(chat):
+    """"第五篇呢？" or "¿y el quinto?" after a shorter list: no paper 5, as in English."""
+    for turn, said in (("第五篇呢？", "没有第 5 篇"),
+                       ("¿Y qué hace el quinto artículo?", "it has no paper 5")):
+        listed, beyond = chat("Which papers train spiking neural networks?", turn)
+        count = len(_ids(listed))
+        assert 2 <= count < 5 and beyond["citations"] == []
+        assert said in " ".join(beyond["answer"].split()), beyond["answer"]
+
+
 def test_a_named_tool_no_paper_uses_gets_no_list(seeded, chat):
     """The tool is named by no paper; "predict protein structures" by two (and the seeds'
     molecule papers are close): "none", with the closest shown apart. A tool a paper names is

@@ -245,15 +245,16 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     cited = session.last_cited
     if not cited:
         return Resolution("leave")
-    resolution = resolve(question, cited, index)
     listed = session.last_listed
+    resolution = resolve(question, cited, index, len(listed))
     if resolution.selecting and len(cited) < 2 and listed:
         # A choice among one paper is none: it picks among the last list again.
         resolution = Resolution("select", tuple(listed))
     if resolution.selecting and not REFERS.search(question):
         # (not when the turn points at them: "does either of those two …" means those two)
         return replace(resolution, wider=session.list_narrowed(resolution.papers))
-    place = list_place(question) if resolution.kind != "leave" else None
+    place = resolution.place if resolution.place is not None else \
+        list_place(question) if resolution.kind != "leave" else None
     if place is None or -len(cited) <= place < len(cited) or resolution.selecting:
         return resolution
     if -len(listed) <= place < len(listed):

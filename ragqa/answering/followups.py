@@ -9,8 +9,12 @@ the turn's wording and MiniLM embedding, words that point back (pronouns, "this 
 selecting frame, a place, an announced new topic, whether it reads as a request for papers, and
 where its own content words occur: in the last answer's papers, against the rest of the
 collection. It is fitted on the blind conversation rounds and on follow-up wordings sets written
-by other helpers (about 2,400 turns). A selection keeps the papers that hold the property it
-asks for ("evaluates on audio": the papers whose abstract says so; `selected`).
+by other helpers (about 2,400 turns). A turn in another language (models/language.py), Chinese
+included, is read by a model of its own over its multilingual-e5 embedding
+(ragqa/data/followup_kind_multilingual_model.json, by
+bench/understanding/fit_followup_kind_multilingual.py), a place in it by `multilingual_place`.
+A selection keeps the papers that hold the property it asks for ("evaluates on audio": the
+papers whose abstract says so; `selected`).
 """
 
 from __future__ import annotations
@@ -178,7 +182,9 @@ class Resolution:
     """What a turn does with the last answer's papers: "select" among them, ask "about" them
     (`papers` the ones pointed at: one for a place in the list), or "leave" them (papers
     empty); or name a place "beyond" the last list ("the fifth one" after three papers:
-    `place`, counted from 0, and no papers). `papers` keep the order the last answer listed
+    `place`, counted from 0, and no papers). A turn in another language whose place lies beyond
+    `papers` is an "about" them with that `place`, for chat.referenced_papers to read in the
+    last list or to say there is none. `papers` keep the order the last answer listed
     them in. A selection among papers an earlier selection narrowed also carries the list it
     narrowed (`wider`): what "the LoRA one?" picks from when none of the narrowed papers
     holds LoRA."""
@@ -234,16 +240,18 @@ def followup_kind(question: str, last_rows: list[int], index: LexicalIndex | Non
     return model.choose(kind_features(question, last_rows, index), question)
 
 
-def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resolution:
+def resolve(question: str, last: list[str], index: LexicalIndex | None, listed: int = 0
+            ) -> Resolution:
     """How `question` uses the papers `last` (the last answer's, in its order): a turn that
     announces a new topic leaves them; else as the fitted follow-up kind model reads it, a
     place being read by list_place (or, when the model reads one that list_place does not, by
     named_place). A turn in another language is read by the multilingual model
-    (`resolve_multilingual`)."""
+    (`resolve_multilingual`; `listed`: how many papers the last list held, which it may pick
+    from when `last` is one paper)."""
     if not last:
         return Resolution("leave")
     if detect_language(question) != "English":
-        return resolve_multilingual(question, last)
+        return resolve_multilingual(question, last, max(len(last), listed))
     if announces_new_topic(question):
         return Resolution("leave")
     rows = [r for r in (index.index_of(pid) for pid in last) if r is not None] if index else []
@@ -274,10 +282,12 @@ def resolve(question: str, last: list[str], index: LexicalIndex | None) -> Resol
 FOLLOWUP_KIND_MULTILINGUAL_MODEL = "followup_kind_multilingual_model.json"
 MULTILINGUAL_KIND_CUES = frozenset({"cue:one_paper"})
 # A place in Chinese ("第二篇"; "倒数第二篇", the second from the end), read before any other way.
-ZH_ORDINAL = re.compile(r"(倒数)?(第一|第二|第三|第四|第五|最后一)篇(?:论文)?")
-ZH_ORDINALS = {"第一": 0, "第二": 1, "第三": 2, "第四": 3, "第五": 4, "最后一": -1}
-# A place by its digit in any language ("#2", "Nr. 3", "2番目", "2-й", "el 2º"): a lone digit.
-_LONE_DIGIT = re.compile(r"(?<![\d.,])([1-9])(?![\d]|[.,]\d)")
+ZH_ORDINAL = re.compile(r"(倒数)?第([一二三四五六七八九十1-9]|最后一)篇(?:论文)?")
+ZH_ORDINALS = {**{n: i for i, n in enumerate("一二三四五六七八九十")},
+               **{str(i + 1): i for i in range(9)}, "最后一": -1}
+# A place by its digit in any language ("#2", "Nr. 3", "2番目", "2-й", "el 2º"): a lone digit,
+# not one of a name or a number ("F1-Wert", "ImageNet-1k", "3D", "0.5").
+_LONE_DIGIT = re.compile(r"(?<![A-Za-z0-9.,-])([1-9])(?![A-Za-z0-9]|[.,]\d|-[A-Za-z0-9])")
 # A place in words of any language: the nearest of these in multilingual-e5's space.
 _PLACE_ANCHORS = (("the first paper", 0), ("the second paper", 1), ("the third paper", 2),
                   ("the fourth paper", 3), ("the fifth paper", 4), ("the last paper", -1))
@@ -291,9 +301,10 @@ def multilingual_kind_features(question: str, shown: int) -> dict[str, float]:
     return features
 
 
-def multilingual_place(question: str, shown: int) -> int | None:
-    """The place a turn in any language names among `shown` papers: a Chinese ordinal, a lone
-    digit, else the nearest place anchor in multilingual-e5's space."""
+def multilingual_place(question: str) -> int:
+    """The place a turn in any language names (0 the first, -1 the last; it may lie beyond the
+    list): a Chinese ordinal, a lone digit, else the nearest place anchor in multilingual-e5's
+    space."""
     zh = ZH_ORDINAL.search(question)
     if zh:
         place = ZH_ORDINALS[zh.group(2)]
@@ -302,22 +313,26 @@ def multilingual_place(question: str, shown: int) -> int | None:
     if digit:
         return int(digit.group(1)) - 1
     turn = SENSE_VECTORS[MultilingualE5.embedder_id](question)
-    anchors = [(place, SENSE_VECTORS[MultilingualE5.embedder_id](text) @ turn)
-               for text, place in _PLACE_ANCHORS if place < shown]
-    return max(anchors, key=lambda a: a[1])[0] if anchors else None
+    return max(_PLACE_ANCHORS,
+               key=lambda a: SENSE_VECTORS[MultilingualE5.embedder_id](a[0]) @ turn)[1]
 
 
-def resolve_multilingual(question: str, last: list[str]) -> Resolution:
-    """`resolve` for a turn in another language, by the multilingual follow-up kind model."""
+def resolve_multilingual(question: str, last: list[str], shown: int) -> Resolution:
+    """`resolve` for a turn in another language, by the multilingual follow-up kind model;
+    `shown` papers to choose from (the last list's, when the last answer cited one of them:
+    the fitted turns never select among one paper, so "cue:one_paper" reads it as "about")."""
     model = choice_model(FOLLOWUP_KIND_MULTILINGUAL_MODEL, KINDS, MULTILINGUAL_KIND_CUES)
-    kind = model.choose(multilingual_kind_features(question, len(last)), question)
+    kind = model.choose(multilingual_kind_features(question, shown), question)
     if kind == "leave":
         return Resolution("leave")
     if kind == "position":
-        place = multilingual_place(question, len(last))
-        if place is not None and -len(last) <= place < len(last):
+        place = multilingual_place(question)
+        if -len(last) <= place < len(last):
             return Resolution("about", (last[place],))
-    if kind == "select" and len(last) > 1:
+        # beyond these papers: chat.referenced_papers reads it in the last list, or says so
+        return Resolution("about", tuple(last), place=place)
+    # (a selection among one paper picks among the last list: chat.referenced_papers)
+    if kind == "select":
         return Resolution("select", tuple(last))
     return Resolution("about", tuple(last))
 

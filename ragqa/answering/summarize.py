@@ -25,7 +25,6 @@ from ragqa.answering.answer import (
     CITATION,
     Evidence,
     check_citations,
-    detect_language,
     expand_citation,
     repair_uncited,
     sources_block,
@@ -33,6 +32,7 @@ from ragqa.answering.answer import (
 from ragqa.answering.citations import normalise_citations
 from ragqa.answering.messages import message, shown_topic
 from ragqa.index import lexical
+from ragqa.models.language import detect_language
 from ragqa.prompts import load_prompt
 from ragqa.retrieval.fitted import LIST_MODEL, whole_list
 from ragqa.retrieval.question import strip_frame
