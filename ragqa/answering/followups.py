@@ -182,9 +182,7 @@ class Resolution:
     """What a turn does with the last answer's papers: "select" among them, ask "about" them
     (`papers` the ones pointed at: one for a place in the list), or "leave" them (papers
     empty); or name a place "beyond" the last list ("the fifth one" after three papers:
-    `place`, counted from 0, and no papers). A turn in another language whose place lies beyond
-    `papers` is an "about" them with that `place`, for chat.referenced_papers to read in the
-    last list or to say there is none. `papers` keep the order the last answer listed
+    `place`, counted from 0, and no papers). `papers` keep the order the last answer listed
     them in. A selection among papers an earlier selection narrowed also carries the list it
     narrowed (`wider`): what "the LoRA one?" picks from when none of the narrowed papers
     holds LoRA."""
@@ -329,8 +327,8 @@ def resolve_multilingual(question: str, last: list[str], shown: int) -> Resoluti
         place = multilingual_place(question)
         if -len(last) <= place < len(last):
             return Resolution("about", (last[place],))
-        # beyond these papers: chat.referenced_papers reads it in the last list, or says so
-        return Resolution("about", tuple(last), place=place)
+        # chat.referenced_papers reads it in the last list, or says there is no such paper
+        return Resolution("beyond", place=place)
     # (a selection among one paper picks among the last list: chat.referenced_papers)
     if kind == "select":
         return Resolution("select", tuple(last))

@@ -115,6 +115,10 @@ def multilingual_question_vectors(texts: list[str]) -> np.ndarray:
     return _multilingual_encoder().embed_queries(cut).astype(np.float64)
 
 
+def _multilingual_vector(text: str) -> np.ndarray:
+    return _cached_multilingual_vector(text[:MAX_EMBEDDED_CHARS])
+
+
 @lru_cache(maxsize=256)
 def _cached_multilingual_vector(text: str) -> np.ndarray:
     vector = multilingual_question_vectors([text])[0]
@@ -123,9 +127,8 @@ def _cached_multilingual_vector(text: str) -> np.ndarray:
 
 
 # The embedders a model's sense weights may be fitted on, each with the question's vector by it.
-SENSE_VECTORS = {LocalMiniLM.embedder_id: lambda text: _question_vector(text),
-                 MultilingualE5.embedder_id: lambda text: _cached_multilingual_vector(
-                     text[:MAX_EMBEDDED_CHARS])}
+SENSE_VECTORS = {LocalMiniLM.embedder_id: _question_vector,
+                 MultilingualE5.embedder_id: _multilingual_vector}
 
 
 @dataclass(frozen=True)
