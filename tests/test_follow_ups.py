@@ -202,6 +202,40 @@ def test_an_everyday_subject_no_paper_holds_gets_no_list(seeded, chat):
     assert "prot-diffusion" in _ids(present)
 
 
+def test_a_typo_is_read_as_the_word_the_papers_write(seeded, chat, home):
+    """Round 16: "hierarchical clustering algoritms" and "tensor netowrk (MPS) models" listed
+    nothing, a word no paper uses making each a near miss. A word one slip of the fingers from
+    a word the papers write is that word; not an English word of its own ("spine" is no typo of
+    "spike"), nor a name ("Spiek", with its capital), nor a slip of the first letter."""
+    from ragqa.index import lexical
+
+    found = json.loads(seeded("ask", "Which papers do protien structure prediction?",
+                              "--json").stdout)
+    assert "prot-foldnet" in _ids(found)
+    index = lexical.open_current(home / "indexes" / "local" / "default")
+    try:
+        def read(word: str) -> list[str]:
+            return index.forms(lexical.terms(word)[0], lexical.possible_typos(word))
+
+        assert read("spiek") == ["spike"]  # two letters swapped
+        assert read("spine") == ["spine"]
+        assert read("Spiek") == ["spiek"]
+        assert read("xspike") == ["xspike"]
+    finally:
+        index.close()
+
+
+def test_an_abbreviation_no_paper_writes_is_read_as_its_long_form(seeded, chat):
+    """Round 16: "HMC or langevin-type samplers" and "persistent homology / TDA" listed nothing:
+    the name no paper writes made each a near miss, though papers write "Hamiltonian Monte
+    Carlo" and "topological data analysis". An abbreviation (data/ml_acronyms.tsv) is also its
+    long form where papers write that: no near miss (the paper is listed, folded or not)."""
+    found = json.loads(seeded("ask", "Which papers use TCNs?", "--json").stdout)
+    assert "grid-load" in [p["paper_id"] for p in found["papers"]]
+    missing = json.loads(seeded("ask", "Which papers use QMIX?", "--json").stdout)
+    assert missing["papers"] == []
+
+
 def test_a_name_that_only_shares_a_stem_with_the_papers_gets_no_list(seeded, chat):
     """"Foldly" stems to "fold", which the protein papers hold, but no paper writes the name:
     the name is absent, as "Grammarly" is from grammar papers. "FoldNet's" is written."""
@@ -500,6 +534,20 @@ def test_a_selection_none_of_the_narrowed_papers_holds_picks_from_the_list_narro
     result = seeded("chat", "--json", input="\n".join(turns) + "\n")
     either = [json.loads(line) for line in result.stdout.splitlines() if line.strip()][2]
     assert "Hibiki-Zero" not in [c["title"] for c in either["citations"]]
+
+
+def test_a_selection_none_of_the_shown_papers_holds_picks_from_the_folded_ones(chat):
+    """Round 16: "HMC papers" showed four papers and folded the Riemannian one; "the riemannian
+    one" then answered none. A selection that no paper shown writes picks from the papers the
+    list folded below them, and says so; one that a paper shown writes stays with it."""
+    listed, picked = chat("Which papers are about speech?", "which one uses AudioSet?")
+    shown = [c["title"] for c in listed["citations"]]
+    folded = [p["title"] for p in listed["papers"] if p["tier"] == "tail"]
+    assert "AG-REPA" in folded and "AG-REPA" not in shown
+    assert [c["title"] for c in picked["citations"]] == ["AG-REPA"]
+    assert picked["answer"].startswith(f"None of the {len(shown)} papers shown does")
+    _, kept = chat("Which papers are about speech?", "which ones use audio?")
+    assert "AG-REPA" not in [c["title"] for c in kept["citations"]]
 
 
 @pytest.mark.parametrize(("turn", "kind"), [

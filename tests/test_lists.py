@@ -147,9 +147,39 @@ def test_a_summary_covers_the_papers_of_the_one_tier_list(seeded):
     ("Next-generation sequencing", "Next-generation sequencing"),
     ("new directions in continual learning", "new directions in continual learning"),
     ("Then papers on speech recognition", "speech recognition"),
+    # session 34: an interjection, acknowledgements in a row, the papers asked for after the
+    # topic (round 16's calibrate half); "well" before no mark is the topic's
+    ("hmm ok, switching topics: NL interfaces for websites?", "NL interfaces for websites"),
+    ("ok totally different: machine teaching", "machine teaching"),
+    ("right, on another note: graph transformers?", "graph transformers"),
+    ("cool thanks. different question - federated learning?", "federated learning"),
+    ("NN weight quantization papers?", "NN weight quantization"),
+    ("HMC papers pls", "HMC"),
+    ("well-calibrated models?", "well-calibrated models"),
 ])
 def test_the_frame_of_a_request_is_not_its_topic(question, topic):
     assert strip_frame(question) == topic
+
+
+@pytest.mark.parametrize(("question", "topic", "described"), [
+    ("crowd counting papers? like estimating how many ppl are in an image", "crowd counting",
+     ("estimating how many ppl are in an image",)),
+    ("scaling up inference for DP mixture models? faster samplers, online VB, etc",
+     "scaling up inference for DP mixture models", ("faster samplers", "online VB")),
+    ("papers on reading text in natural scene images? scene text recognition, that kind of "
+     "thing", "reading text in natural scene images", ("scene text recognition",)),
+])
+def test_a_short_topic_asked_then_told_more_of_is_described_by_what_follows(question, topic,
+                                                                            described):
+    """"crowd counting papers? like estimating how many ppl are in an image" was one topic: a
+    gloss in the user's own words, which papers rarely write, can make it a near miss. What
+    follows a short topic's question mark describes it, as examples do; a long question before
+    the mark stays whole."""
+    understood = understand(question)
+    assert (understood.topic, understood.subqueries[1:]) == (topic, described)
+    long = ("How can an observer infer an agent's goal from the actions it has been seen "
+            "taking? Looking for goal or plan recognition work.")
+    assert understand(long).topic.startswith("How can an observer infer")
 
 
 def test_examples_are_sub_queries_and_the_topic_keeps_what_follows_them():

@@ -3,7 +3,7 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--round 1..15] [--split dev|heldout|all]
+    python bench/reading/blind.py --home DIR [--round 1..16] [--split dev|heldout|all]
         [--only chats|near_misses] [--cases]
 
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
@@ -19,9 +19,10 @@ floor of session 19); round 11 (IJCAI 2022 and COLING 2025), written in session 
 changes after it; round 12 (IJCAI 2023 and COLING 2020), written at the start of session 20,
 that session's; round 13 (ICML 2017 and IJCAI 2020), written at the start of session 24 and
 split by eval.blind_half before anything was run: its `dev` half may be read, its `heldout`
-half is only reported; so are rounds 14 (COLM 2024 and AISTATS 2025, session 30) and 15
-(NAACL 2021 and IJCAI 2021, session 32: CHATS_BLIND15_*.md, NEAR_MISSES_BLIND15.md). Rounds
-1-12 are development data now.
+half is only reported; so are rounds 14 (COLM 2024 and AISTATS 2025, session 30), 15
+(NAACL 2021 and IJCAI 2021, session 32: CHATS_BLIND15_*.md, NEAR_MISSES_BLIND15.md) and 16
+(NeurIPS 2013 and AISTATS 2021, session 34: CHATS_BLIND16_*.md, NEAR_MISSES_BLIND16.md).
+Rounds 1-12 are development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
 bench/lists/eval.py or facts.py built serves too). A chat is run as one `ragqa chat` session;
@@ -160,7 +161,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=range(1, 16),
+    parser.add_argument("--round", type=int, default=1, choices=range(1, 17),
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
@@ -173,7 +174,8 @@ def main() -> int:
                              "12: …12.jsonl (IJCAI 2023 and COLING 2020), all heldout; "
                              "13: …13.jsonl (ICML 2017 and IJCAI 2020), 14: …14.jsonl (COLM "
                              "2024 and AISTATS 2025), 15: …15.jsonl (NAACL 2021 and IJCAI "
-                             "2021), split by eval.blind_half")
+                             "2021), 16: …16.jsonl (NeurIPS 2013 and AISTATS 2021), split by "
+                             "eval.blind_half")
     parser.add_argument("--cases", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)

@@ -553,16 +553,19 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
         # By the turn's own words (`query`): the standalone question names every paper.
         selection = selected(query, [(h.paper.title, h.paper.text) for h in hits], index,
                              cross_encoder().score)
-        if not selection.picks and referred.wider:
-            # None of the narrowed papers holds it, nor reads as holding it: the list they were
-            # narrowed from may, and the answer says that is where it looked.
-            wider = in_listed_order([h for h in found if h.paper.paper_id in referred.wider],
-                                    referred.wider)
+        # None of the papers writes it: the list they were narrowed from may, or else the
+        # papers their list folded, and the answer says where it looked.
+        for wider_ids, said in ((referred.wider, "answer.widened"),
+                                (referred.folded, "answer.widened_folded")):
+            if (selection.picks and selection.worded) or not wider_ids:
+                continue
+            wider = in_listed_order([h for h in found if h.paper.paper_id in wider_ids],
+                                    wider_ids)
             widened = selected(query, [(h.paper.title, h.paper.text) for h in wider], index,
                                cross_encoder().score)
             if widened.picks and widened.worded:
                 hits, selection = wider, widened
-                lead = message("answer.widened", language, count=len(referred.papers))
+                lead = message(said, language, count=len(referred.papers))
         kept, closest_only = [hits[i] for i in selection.picks], not selection.worded
     elif contribution:
         kept = list(hits)
@@ -708,8 +711,8 @@ def answer_question(retriever: Retriever, question: str, llm: LLM | None = None,
         filters = Filters(paper_ids=frozenset(referred.papers))
         # Offline, a selection may fall back on the list it narrowed (follow_up_answer); the
         # closest matches are still of the referred papers alone.
-        searched_filters = Filters(paper_ids=filters.paper_ids
-                                   | frozenset(referred.wider if llm is None else ()))
+        searched_filters = Filters(paper_ids=filters.paper_ids | frozenset(
+            (*referred.wider, *referred.folded) if llm is None else ()))
     started = time.monotonic()
     settings = retriever.store.settings
     if llm:  # a broken prompt file is told before any call to the model is paid for

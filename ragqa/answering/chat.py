@@ -107,6 +107,17 @@ class Session:
                 return tuple(before) if chosen < set(before) else ()
         return ()
 
+    def folded_below(self, papers: Sequence[str]) -> tuple[str, ...]:
+        """The papers the turn that cited `papers` folded below them (its list's less certain
+        tail, in its order): where a selection none of them holds looks next ("which one uses
+        control variates?" after a list that showed one paper and folded three)."""
+        chosen = set(papers)
+        for turn in reversed(self.turns):
+            if turn.cited_ids and set(turn.cited_ids) == chosen:
+                return tuple(p["paper_id"] for p in turn.answer.get("papers", [])
+                             if p.get("tier") == "tail")
+        return ()
+
     def title_of(self, paper_id: str) -> str:
         for turn in reversed(self.turns):
             for citation in turn.answer["citations"]:
@@ -252,7 +263,8 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
         resolution = Resolution("select", tuple(listed))
     if resolution.selecting and not REFERS.search(question):
         # (not when the turn points at them: "does either of those two …" means those two)
-        return replace(resolution, wider=session.list_narrowed(resolution.papers))
+        return replace(resolution, wider=session.list_narrowed(resolution.papers),
+                       folded=session.folded_below(resolution.papers))
     place = resolution.place if resolution.place is not None else \
         list_place(question) if resolution.kind != "leave" else None
     if place is None or -len(cited) <= place < len(cited) or resolution.selecting:

@@ -185,12 +185,14 @@ class Resolution:
     `place`, counted from 0, and no papers). `papers` keep the order the last answer listed
     them in. A selection among papers an earlier selection narrowed also carries the list it
     narrowed (`wider`): what "the LoRA one?" picks from when none of the narrowed papers
-    holds LoRA."""
+    holds LoRA; and a selection among a list's papers, the ones that list folded below them
+    (`folded`): where it looks next."""
 
     kind: str
     papers: tuple[str, ...] = ()
     place: int | None = None
     wider: tuple[str, ...] = ()
+    folded: tuple[str, ...] = ()
 
     @property
     def selecting(self) -> bool:
@@ -367,7 +369,6 @@ _PROPERTY_ALTERNATIVES = re.compile(r",?\s+or\s+|\s*/\s*|,\s*|\s+(?:like|such as
 # "…, or is it all theory?", "… or just …": the other side of the question, not an alternative.
 _CONTRAST = re.compile(r"\s*(?:is|are|was|were|it|they|just|only|all|mostly|purely|merely)\b",
                        re.IGNORECASE)
-_ACRONYMS_FILE = DATA_DIR / "ml_acronyms.tsv"
 _PROPERTY_WORDS_FILE = DATA_DIR / "property_words.tsv"
 
 
@@ -382,21 +383,11 @@ _PROPERTY_WORDS_ONLY = _whole_words(_PROPERTY_FRAME)
 
 
 @functools.cache
-def long_forms() -> dict[str, str]:
-    """ml_acronyms.tsv: each abbreviation (lower case) and its long form."""
-    out = {}
-    for line in _ACRONYMS_FILE.read_text(encoding="utf-8").splitlines():
-        if line and not line.startswith("#"):
-            short, long_form = line.split("\t")
-            out[short] = long_form
-    return out
-
-
-@functools.cache
-def acronyms() -> dict[str, tuple[str, ...]]:
-    """ml_acronyms.tsv: each abbreviation's term and the terms of its long form."""
-    return {short: tuple(lexical.terms(long_form.replace("-", " ")))
-            for short, long_form in long_forms().items()}
+def acronyms() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """ml_acronyms.tsv (lexical.long_forms): each abbreviation's term and the terms of each of
+    its long forms."""
+    return {short: tuple(tuple(lexical.terms(long_form.replace("-", " "))) for long_form in forms)
+            for short, forms in lexical.long_forms().items()}
 
 
 _CAPITALS = re.compile(r"\b[A-Z][A-Za-z]*[A-Z]s?\b")
@@ -409,8 +400,8 @@ def spelled_out(text: str) -> str:
     def spell(match: re.Match) -> str:
         word = match.group(0)
         short = word.lower()
-        long_form = long_forms().get(short) or long_forms().get(short.removesuffix("s"))
-        return f"{long_form} ({word})" if long_form else word
+        forms = lexical.long_forms().get(short) or lexical.long_forms().get(short.removesuffix("s"))
+        return f"{forms[0]} ({word})" if forms else word
     return _CAPITALS.sub(spell, text)
 
 
@@ -432,14 +423,15 @@ def property_wordings() -> dict[str, tuple[set[str], ...]]:
 def paper_terms(text: str) -> set[str]:
     """What a paper holds for a selection: its terms, its hyphenated compounds as one word
     ("pre-trained" is "pretrained" too), the abbreviations it defines both ways, and the ML
-    abbreviations (ml_acronyms.tsv) of the long forms it writes and the reverse."""
+    abbreviations (ml_acronyms.tsv) of the long forms it writes and the reverse (the long form
+    of an abbreviation of one meaning only)."""
     held = set(lexical.terms(text)) | set(lexical.terms(re.sub(r"(?<=\w)-(?=\w)", "", text)))
     for aliases in abbreviations(text).values():
         held |= aliases
-    for short, long_terms in acronyms().items():
-        if short in held:
-            held.update(long_terms)
-        elif long_terms and held.issuperset(long_terms):
+    for short, meanings in acronyms().items():
+        if short in held and len(meanings) == 1:  # "DP": which of four meanings is unknown
+            held.update(meanings[0])
+        elif any(long_terms and held.issuperset(long_terms) for long_terms in meanings):
             held.add(short)
     return held
 

@@ -56,6 +56,11 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.widened": {"one": "The last answer's paper does not; of the list before it:",
                            "other": "None of the last answer's {count} papers does; of the list "
                                     "before it:"},
+        # …made from the papers the last list folded below the ones it showed.
+        "answer.widened_folded": {"one": "The paper shown does not; of the papers folded below "
+                                         "it:",
+                                  "other": "None of the {count} papers shown does; of the papers "
+                                           "folded below them:"},
         "answer.closest_referred": "None of the papers it refers to writes “{topic}” in those "
                                    "words; the one that reads closest:",
         "answer.abstained": "None of the retrieved papers answers this question: the model found "
@@ -177,6 +182,7 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.unstated_line.code": "摘要没有说明这一点（其中没有说代码已发布，"
                                      "也没有给出获取方式）。",
         "answer.widened": {"other": "上一个回答中的 {count} 篇论文都不符合；在此前的列表中："},
+        "answer.widened_folded": {"other": "列出的 {count} 篇论文都不符合；在其下折叠的论文中："},
         "answer.closest_referred": "所指的论文中，没有一篇直接写到“{topic}”；读来最接近的是：",
         "answer.abstained": "检索到的论文都无法回答这个问题：模型在其中找不到能支持回答的内容。",
         "answer.cited_nothing": "模型的回答没有引用任何检索到的论文，这些论文中也没有句子支持它，"

@@ -29,6 +29,7 @@ import numpy as np
 
 from ragqa.errors import SnapshotError, disk_full_error
 from ragqa.index.bm25 import COUNTS, TermMatrix
+from ragqa.resources import DATA_DIR, TOKENIZER_FILE
 from ragqa.sources.paper import Paper
 from ragqa.sources.select import split_categories
 from ragqa.text import sentence_splitter, split_sentences
@@ -40,6 +41,19 @@ SENTENCES = "SENTENCES"
 # letters ("molecul" -> "molecular"), if it has MIN_EXTENDED_STEM letters or more.
 MIN_EXTENDED_STEM = 5
 MAX_EXTENSION = 3
+# A query word no paper uses and no word extends, of MIN_CORRECTED_STEM letters or more, is a
+# typo when one slip of the fingers makes it a word the collection uses: a letter dropped or
+# added, two swapped, or one changed for a key beside it ("netowrk" -> "network", "algoritms"
+# -> "algorithm"); never its first letter, nor its last one dropped. Not when it is written
+# with a capital (a name: "Pinterest", "spaCy") or is an English word of its own (the
+# embedder's WordPiece vocabulary holds it whole: "chess" is no typo of "chest"): near misses
+# name such words (the blind near-miss rounds' calibrate halves: 505 of 566 misses caught
+# before, 504 after, bench/reading/blind.py).
+MIN_CORRECTED_STEM = 5
+# ML abbreviations and the words they stand for, one line a meaning: a query's abbreviation no
+# paper writes is read as its long form where the collection writes that ("HMC" -> "Hamiltonian
+# Monte Carlo"), and a chat's selection reads a paper writing either as holding both.
+ACRONYMS_FILE = DATA_DIR / "ml_acronyms.tsv"
 # Papers whose terms a snapshot keeps for query expansion (~1 KB each), then it starts again.
 MAX_KEPT_TERMS = 20_000
 # Query words that say "find papers" rather than what to find. Removed from the lexical query
@@ -309,8 +323,9 @@ class LexicalIndex:
         apart. The list decision uses it; claims keep their words as written (SciFact's
         calibration was made without it)."""
         out: list[str] = []  # a word the question repeats weighs more, as BM25 has it
+        typos = possible_typos(query) if extend else frozenset()
         for term in terms(query, query=True):
-            out.extend(self.forms(term) if extend else [term])
+            out.extend(self.forms(term, typos) if extend else [term])
         return self._with_phrases(query, out) if extend else out
 
     def _with_phrases(self, query: str, query_terms: list[str]) -> list[str]:
@@ -336,10 +351,34 @@ class LexicalIndex:
                 query_terms.remove(part)
         return query_terms
 
-    def forms(self, stem: str) -> list[str]:
+    def forms(self, stem: str, typos: Set[str] = frozenset()) -> list[str]:
         """A stemmed term as this collection writes it: itself, or, when no paper uses it, the
-        collection's most frequent words that extend it (`query_terms`)."""
-        return ([stem] if self._df(stem) else self._extensions(stem)) or [stem]
+        collection's most frequent words that extend it (`query_terms`), or the long forms of
+        an abbreviation, or, for a stem of `typos` (`possible_typos` of the text it is from),
+        the word its typo stands for (`_correction`)."""
+        if self._df(stem):
+            return [stem]
+        return self._extensions(stem) or self._spelled_out(stem) \
+            or (self._correction(stem) if stem in typos else []) or [stem]
+
+    def _spelled_out(self, stem: str) -> list[str]:
+        """The long forms of the abbreviation `stem` (ACRONYMS_FILE) that papers write, as
+        phrase terms (their words in a row): a long form of one word beside its stop words
+        ("out-of-distribution": "distribut") would stand for every paper that uses it."""
+        found = []  # "tcns": the stemmer keeps an abbreviation's plural
+        for long_form in long_forms().get(stem) or long_forms().get(stem.removesuffix("s"), ()):
+            term = " ".join(terms(long_form.replace("-", " ")))
+            if " " in term and term not in found and self._df(term):
+                found.append(term)
+        return found
+
+    def _correction(self, stem: str) -> list[str]:
+        """The collection's most frequent word one slip away from `stem` (MIN_CORRECTED_STEM,
+        `_slips`); else none."""
+        if len(stem) < MIN_CORRECTED_STEM or not self._bm25 or not stem.isalpha():
+            return []
+        found = [w for w in _slips(stem) if w in self._bm25.vocab_dict]
+        return sorted(found, key=lambda w: (-self._df(w), w))[:1]
 
     def document_frequency(self, term: str) -> int:
         """How many papers hold the (stemmed) term."""
@@ -514,6 +553,57 @@ class LexicalIndex:
             df = self._df(term)
             out[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
         return out
+
+
+@functools.lru_cache(maxsize=1)
+def long_forms() -> dict[str, tuple[str, ...]]:
+    """ACRONYMS_FILE: each abbreviation (lower case) and its long forms, in the file's order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for line in ACRONYMS_FILE.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            short, long_form = line.split("\t")
+            out[short] = (*out.get(short, ()), long_form)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _english_words() -> frozenset[str]:
+    """The whole words of the embedder's WordPiece vocabulary: English words a typo is not."""
+    vocab = json.loads(TOKENIZER_FILE.read_text(encoding="utf-8"))["model"]["vocab"]
+    return frozenset(w for w in vocab if w.isalpha())
+
+
+def possible_typos(text: str) -> frozenset[str]:
+    """The stems of `text`'s words that may be typos (MIN_CORRECTED_STEM): written in lower
+    case, and no English word of their own, nor the form of one ("prompts": "prompt")."""
+    english = _english_words()
+    return frozenset(stem for word in _WORD.findall(text)
+                     if word.isalpha() and word.islower() and word not in english
+                     for stem in terms(word) if stem not in english)
+
+
+# Each letter's neighbours on a QWERTY keyboard: the letter a slip puts in its place.
+_KEYBOARD = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_BESIDE = {c: {row[j] for j in (i - 1, i + 1) if 0 <= j < len(row)}
+           | {other[j] for other in _KEYBOARD if other is not row
+              for j in (i - 1, i, i + 1) if 0 <= j < len(other)
+              and abs(_KEYBOARD.index(other) - _KEYBOARD.index(row)) == 1}
+           for row in _KEYBOARD for i, c in enumerate(row)}
+
+
+def _slips(word: str) -> set[str]:
+    """What `word` would be without one slip of the fingers, its first letter kept: a letter
+    typed too many (dropped here, but the last), one left out (added here), two swapped, one
+    typed for a key beside it (Damerau's four kinds of error)."""
+    head, body = word[0], word[1:]
+    splits = [(body[:i], body[i:]) for i in range(len(body) + 1)]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    # (not its last letter either: "domino" less its "o" is the stem of "dominant")
+    out = ({a + b[1:] for a, b in splits if len(b) > 1}
+           | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+           | {a + c + b[1:] for a, b in splits if b for c in _BESIDE.get(b[0], ())}
+           | {a + c + b for a, b in splits for c in letters})
+    return {head + w for w in out} - {word}
 
 
 def _holds_run(words: Sequence[str], run: Sequence[str]) -> bool:

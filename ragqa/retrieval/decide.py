@@ -327,15 +327,17 @@ NOT_TOPIC_WORDS = frozenset(lexical.terms(
 
 
 def _term_groups(index: LexicalIndex, text: str) -> list[list[str]]:
-    """The distinct content words of `text`, each as the collection's words for it: itself,
-    the words that extend a stem no paper uses, and its American spelling ("recognise" is
-    "recognize", stemmed apart). Stems are not stemmed again ("noise" -> "nois" -> "noi" made
-    the noise papers' word absent)."""
+    """The distinct content words of `text`, each as the collection's words for it
+    (`LexicalIndex.forms`: itself, the words that extend a stem no paper uses, an
+    abbreviation's long forms, the word a typo stands for) and its American spelling
+    ("recognise" is "recognize", stemmed apart). Stems are not stemmed again ("noise" ->
+    "nois" -> "noi" made the noise papers' word absent)."""
     groups: dict[str, list[str]] = {}
+    typos = lexical.possible_typos(text)
     for term in lexical.terms(text, query=True):
         if term in groups or term in NOT_TOPIC_WORDS:
             continue
-        forms = index.forms(term)
+        forms = index.forms(term, typos)
         if all(index.document_frequency(t) == 0 for t in forms):
             forms = forms + [t for variant in _american(term)
                              for t in index.forms(variant)]

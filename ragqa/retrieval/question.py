@@ -101,6 +101,10 @@ _EXAMPLES = re.compile(
     r"in particular|especially|like)\s*,?\s*", re.IGNORECASE)
 _ALTERNATIVE = re.compile(r"\s*(?:,\s*(?:or|and)\s+|,\s*|;\s*|\s+or\s+|\s+and/or\s+|/)\s*",
                           re.IGNORECASE)
+# A topic asked as a question of its own, then told more of: "crowd counting papers? like
+# estimating how many ppl are in an image", "captioning papers? image, video, anything that
+# generates descriptions". What follows the question mark describes the topic as examples do.
+_ASKED_THEN_TOLD = re.compile(r"\?\s+(?=\S)")
 # An "example" that starts like this continues the sentence instead ("models trained on one
 # language, e.g. English, are applied to others"): it goes back into the topic.
 _CONTINUATION = re.compile(
@@ -116,6 +120,7 @@ _FUNCTION_WORDS = frozenset(re.findall(r"\w+", """
     a an the of in on for to with by from and or as at into via their its his her our your them
     they it this that these those some any all other such e g eg etc ie using use used uses
     based new way ways approach approaches method methods model models paper papers work works
+    kind sort thing things stuff
     """))
 # A topic of at most this many content words is split at "or" into alternatives.
 MAX_SPLIT_WORDS = 6
@@ -257,13 +262,29 @@ def _alternatives(text: str) -> list[str]:
             if len(_content_words(part)) >= 1]
 
 
+def _asked_then_told(text: str) -> list[str] | None:
+    """[topic, what describes it] of a short topic asked as a question and then told more of
+    ("crowd counting papers? like estimating how many ppl are in an image" -> ["crowd counting",
+    "estimating how many ppl are in an image"]), or None. A longer question before the mark is
+    a description of its own: the whole text stays the topic."""
+    parts = _ASKED_THEN_TOLD.split(text, maxsplit=1)
+    if len(parts) < 2:
+        return None
+    topic = strip_frame(parts[0])
+    if not 0 < len(_content_words(topic)) <= MAX_SPLIT_WORDS:
+        return None
+    told = _EXAMPLES.split(" " + parts[1], maxsplit=1)  # "like …", "e.g. …": the examples
+    return [topic, strip_frame(told[-1] if not told[0].strip() else " ".join(told).strip())]
+
+
 def understand(question: str) -> Understood:
     """Frame, topic, examples, exclusions. The topic is everything before an "e.g."/"such as"
     clause; the examples and the "or" alternatives of that clause are sub-queries of their own.
     What the question says it does not want is in none of them (`excluded`)."""
     asked, excluded = without_excluded(question)
     topic_and_examples = strip_frame(asked)
-    parts = _EXAMPLES.split(topic_and_examples, maxsplit=1)
+    parts = _asked_then_told(topic_and_examples) or \
+        _EXAMPLES.split(topic_and_examples, maxsplit=1)
     topic = _TRAILING.sub("", parts[0]).strip(" ,;(") or topic_and_examples
     examples: list[str] = []
     if len(parts) > 1:
@@ -338,12 +359,15 @@ def described_paper(question: str) -> str | None:
 # "…, what do you have?", "… — any papers?", "X? which papers study that": a topic followed
 # by the request.
 _TRAILING_REQUEST = re.compile(
-    r"(?:[,;:—–?.!-]|\s--)\s*(?:so\s+|and\s+)?(?:what do you have|what have you got|anything|"
+    r"(?:(?:[,;:—–?.!-]|\s--)\s*(?:so\s+|and\s+)?(?:what do you have|what have you got|anything|"
     r"any papers|papers|what's there|(?:which|what|any) (?:papers|work|research|studies)"
     r"(?: (?:look at|looks at|study|studies|explore|explores|address|addresses|cover|covers|"
     r"examine|examines|on|about|tackle|tackles|do|does|try|tries|trying)(?: to explain)?"
     r"(?: (?:that|this|it|them|those))?| (?:do|have) you (?:have|got)| are there)?"
-    r"|anything (?:on|about) (?:that|this|it|these|those|them))\s*[?.!]?\s*$", re.IGNORECASE)
+    r"|anything (?:on|about) (?:that|this|it|these|those|them))"
+    # "DST papers pls", "crowd counting papers": the papers asked for, after their topic
+    r"|(?<=\w)\s+(?:papers?(?:\s+(?:pls|plz|please))?|pls|plz|please))\s*[?.!]?\s*$",
+    re.IGNORECASE)
 # "… here?", "… in this collection": where, not what.
 _HERE = re.compile(r"\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|set)|at this "
                    r"conference)\s*[?.!]*\s*$", re.IGNORECASE)
@@ -356,13 +380,20 @@ ORDINAL_WORDS = "first|second|third|fourth|fifth|sixth|last|latter|former|1st|2n
 # "Now, which papers …", "And X?", "cool. different q - X?" (an acknowledgement, "next",
 # "then" or any announcement only before a mark: "great apes", "next token prediction",
 # "Next-generation sequencing" and "new direction in X" are topics).
+# Interjections ("hmm ok, …") lead in before a space too; acknowledgements, "right", "well",
+# "totally different" only before a mark, alone or in a row ("cool thanks. …"; since session
+# 34, round 16's calibrate half).
+_ACKNOWLEDGED = (r"(?:then|next|cool|great|thanks|thank you|thx|nice|got it|perfect|"
+                 r"interesting|right|well|yes|yeah|sure|(?:totally|completely|entirely) "
+                 r"different)")
 _CHAT_LEAD = re.compile(
-    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|separately|btw|but|by the way|"
+    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|separately|btw|but|by the way|hmm+|hm|um+|"
+    r"uh|oh|ah|"
     r"something (?:else|different|new)|(?:on )?a different note|(?:a |one )?(?:separate|"
     r"another|new|different|other|unrelated) (?:question|topic|thing)|switching (?:topics?|"
     r"gears)|changing (?:the )?(?:topic|subject))(?:\s-\s|[\s,:;.!—–])+"
-    r"|(?:then|next|cool|great|thanks|thank you|nice|got it|perfect|interesting|"
-    + ANNOUNCEMENT + r")(?:\s*[,:;.!—–]+|\s+-+)\s*)+", re.IGNORECASE)
+    r"|(?:" + _ACKNOWLEDGED + r"\s+)*(?:" + _ACKNOWLEDGED + "|" + ANNOUNCEMENT
+    + r")(?:\s*[,:;.!—–]+|\s+-+)\s*)+", re.IGNORECASE)
 # "What about X?" asks for X what the chat asked before; offline, that is papers on X.
 _WHAT_ABOUT = re.compile(r"^\W*(?:what|how) about\b\s*", re.IGNORECASE)
 # …unless X points back at papers already shown ("what about its mAP?", "how about the first").
