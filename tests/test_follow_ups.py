@@ -164,6 +164,13 @@ def test_a_follow_up_in_another_language_is_read_as_an_english_one_is(chat, sele
     assert "papers it refers to" not in " ".join(switched["answer"].split())
 
 
+def test_a_place_beyond_a_list_of_one_says_so_in_the_singular(chat):
+    """"The last answer listed 1 papers" read as a slip: one paper is "1 paper"."""
+    listed, beyond = chat("Which papers forecast electricity demand?", "the third one?")
+    assert len(_ids(listed)) == 1 and beyond["citations"] == []
+    assert "listed 1 paper: it has no paper 3" in " ".join(beyond["answer"].split())
+
+
 def test_a_place_beyond_the_list_in_another_language_says_so(chat):
     """"第五篇呢？" or "¿y el quinto?" after a shorter list: no paper 5, as in English."""
     for turn, said in (("第五篇呢？", "没有第 5 篇"),
@@ -215,12 +222,15 @@ def test_a_typo_is_read_as_the_word_the_papers_write(seeded, chat, home):
     index = lexical.open_current(home / "indexes" / "local" / "default")
     try:
         def read(word: str) -> list[str]:
-            return index.forms(lexical.terms(word)[0], lexical.possible_typos(word))
+            return index.forms(lexical.terms(word)[0], lexical.Written.of(word))
 
         assert read("spiek") == ["spike"]  # two letters swapped
         assert read("spine") == ["spine"]
         assert read("Spiek") == ["spiek"]
         assert read("xspike") == ["xspike"]
+        assert read("spiek" * 6) == ["spiek" * 6]  # no word is that long
+        # an abbreviation in capitals, or in any case when it is no English word
+        assert read("TCN") == read("tcn") == ["tempor convolut network"]
     finally:
         index.close()
 
@@ -548,6 +558,20 @@ def test_a_selection_none_of_the_shown_papers_holds_picks_from_the_folded_ones(c
     assert picked["answer"].startswith(f"None of the {len(shown)} papers shown does")
     _, kept = chat("Which papers are about speech?", "which ones use audio?")
     assert "AG-REPA" not in [c["title"] for c in kept["citations"]]
+
+
+def test_a_selection_looks_among_the_first_folded_papers_the_question_did_not_exclude():
+    """A list's tail may hold papers folded because its question excluded them ("speech
+    papers, not TTS"): a selection never picks those, and reads the tail's first ten."""
+    from ragqa.answering.chat import FOLDED_SELECTED, Session, Turn
+
+    tail = [{"paper_id": f"t{i}", "tier": "tail", "excluded": i == 1} for i in range(15)]
+    answer = {"papers": [{"paper_id": "c1", "tier": "core", "excluded": False}, *tail],
+              "citations": []}
+    session = Session("s", "default", 0.0, [Turn("speech papers, not TTS", "", answer, ["c1"])])
+    folded = session.folded_below(["c1"])
+    assert "t1" not in folded and folded[0] == "t0" and len(folded) == FOLDED_SELECTED
+    assert session.folded_below(["c2"]) == ()
 
 
 @pytest.mark.parametrize(("turn", "kind"), [

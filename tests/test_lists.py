@@ -156,6 +156,8 @@ def test_a_summary_covers_the_papers_of_the_one_tier_list(seeded):
     ("NN weight quantization papers?", "NN weight quantization"),
     ("HMC papers pls", "HMC"),
     ("well-calibrated models?", "well-calibrated models"),
+    # an interjection in lower case only: HMM is a hidden Markov model
+    ("HMM for speech recognition", "HMM for speech recognition"),
 ])
 def test_the_frame_of_a_request_is_not_its_topic(question, topic):
     assert strip_frame(question) == topic
@@ -180,6 +182,10 @@ def test_a_short_topic_asked_then_told_more_of_is_described_by_what_follows(ques
     long = ("How can an observer infer an agent's goal from the actions it has been seen "
             "taking? Looking for goal or plan recognition work.")
     assert understand(long).topic.startswith("How can an observer infer")
+    # a narrowing or thanks after the mark describes nothing: the text stays whole
+    for whole in ("GAN papers? only theoretical ones", "protein folding? thanks",
+                  "diffusion models? which ones are fastest"):
+        assert understand(whole).subqueries == (whole,)
 
 
 def test_examples_are_sub_queries_and_the_topic_keeps_what_follows_them():

@@ -409,7 +409,8 @@ class Answer:
             "model": self.model, "total_papers": self.total_papers,
             "papers": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
                         "source": h.paper.source, "score": round(h.score, 6),
-                        "sentence": h.best_sentence, "tier": h.tier}
+                        "sentence": h.best_sentence, "tier": h.tier,
+                        "excluded": h.excluded}
                        for h in self.hits],
             "closest": [{"paper_id": h.paper.paper_id, "title": h.paper.title,
                          "source": h.paper.source} for h in self.closest],

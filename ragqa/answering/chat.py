@@ -62,6 +62,11 @@ _ZH_SINGULAR_REF = re.compile(r"这篇论文|这篇工作|该论文|该工作|�
 _ZH_FRAME = re.compile(r"^\s*(?:那么|那)?(?:其中|它们之中|它们中|这些论文中|这些中)[，,]?\s*")
 
 
+# The folded papers a selection looks among at most, the most probable first: a list's tail
+# runs to dozens of papers, less and less about its topic (a bound, not fitted).
+FOLDED_SELECTED = 10
+
+
 @dataclass
 class Turn:
     question: str
@@ -109,13 +114,15 @@ class Session:
 
     def folded_below(self, papers: Sequence[str]) -> tuple[str, ...]:
         """The papers the turn that cited `papers` folded below them (its list's less certain
-        tail, in its order): where a selection none of them holds looks next ("which one uses
-        control variates?" after a list that showed one paper and folded three)."""
+        tail, in its order, its first FOLDED_SELECTED; not those its question excluded):
+        where a selection none of them holds looks next ("which one uses control variates?"
+        after a list that showed one paper and folded three)."""
         chosen = set(papers)
         for turn in reversed(self.turns):
             if turn.cited_ids and set(turn.cited_ids) == chosen:
                 return tuple(p["paper_id"] for p in turn.answer.get("papers", [])
-                             if p.get("tier") == "tail")
+                             if p.get("tier") == "tail" and not p.get("excluded"))[
+                                 :FOLDED_SELECTED]
         return ()
 
     def title_of(self, paper_id: str) -> str:

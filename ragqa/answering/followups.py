@@ -394,14 +394,17 @@ _CAPITALS = re.compile(r"\b[A-Z][A-Za-z]*[A-Z]s?\b")
 
 
 def spelled_out(text: str) -> str:
-    """`text` with the ML abbreviations it writes in capitals spelled out beside them ("the RL
-    one" -> "the reinforcement learning (RL) one"): the reader knows the words better than the
-    letters."""
+    """`text` with the ML abbreviations it writes in capitals spelled out beside them, in their
+    usual ML meaning ("the RL one" -> "the reinforcement learning (RL) one"), unless they are
+    English words of several ML meanings ("SAT", "MAP"): the reader knows the words better than
+    the letters."""
     def spell(match: re.Match) -> str:
         word = match.group(0)
         short = word.lower()
         forms = lexical.long_forms().get(short) or lexical.long_forms().get(short.removesuffix("s"))
-        return f"{forms[0]} ({word})" if forms else word
+        if not forms or (len(forms) > 1 and lexical.is_english_word(short)):
+            return word  # "SAT": satisfiability, or speaker adaptive training, or a test
+        return f"{forms[0]} ({word})"
     return _CAPITALS.sub(spell, text)
 
 
@@ -423,13 +426,13 @@ def property_wordings() -> dict[str, tuple[set[str], ...]]:
 def paper_terms(text: str) -> set[str]:
     """What a paper holds for a selection: its terms, its hyphenated compounds as one word
     ("pre-trained" is "pretrained" too), the abbreviations it defines both ways, and the ML
-    abbreviations (ml_acronyms.tsv) of the long forms it writes and the reverse (the long form
-    of an abbreviation of one meaning only)."""
+    abbreviations (ml_acronyms.tsv) of the long forms it writes and the reverse (an
+    abbreviation's usual ML meaning only)."""
     held = set(lexical.terms(text)) | set(lexical.terms(re.sub(r"(?<=\w)-(?=\w)", "", text)))
     for aliases in abbreviations(text).values():
         held |= aliases
     for short, meanings in acronyms().items():
-        if short in held and len(meanings) == 1:  # "DP": which of four meanings is unknown
+        if short in held:  # the usual ML meaning, the file's first ("DP": differential privacy)
             held.update(meanings[0])
         elif any(long_terms and held.issuperset(long_terms) for long_terms in meanings):
             held.add(short)

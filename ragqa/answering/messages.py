@@ -118,8 +118,11 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "Which of {subject} {rest}",
         "chat.standalone": "Standalone question: {question}",
         "chat.references": "References:",
-        "chat.no_such_place": "The last answer listed {count} papers: it has no paper "
-                              "{number}. Name one of 1 to {count}, or ask anew.",
+        "chat.no_such_place": {"one": "The last answer listed 1 paper: it has no paper "
+                                      "{number}. Ask about that one, or ask anew.",
+                               "other": "The last answer listed {count} papers: it has no "
+                                        "paper {number}. Name one of 1 to {count}, or ask "
+                                        "anew."},
         "label.screened": "The model read {read} candidates and judged {accepted} relevant "
                           "({calls} requests, {seconds} s).",
         "label.screened_weak": "The model read {read} candidates but accepted papers on other "
@@ -228,8 +231,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "{subject} 中，{rest}",
         "chat.standalone": "改写后的问题：{question}",
         "chat.references": "参考文献：",
-        "chat.no_such_place": "上一个回答只列出了 {count} 篇论文，没有第 {number} 篇。"
-                              "请指定第 1 到第 {count} 篇，或重新提问。",
+        "chat.no_such_place": {"other": "上一个回答只列出了 {count} 篇论文，没有第 {number} 篇。"
+                                         "请指定第 1 到第 {count} 篇，或重新提问。"},
         "label.screened": "模型阅读了 {read} 篇候选论文，判定 {accepted} 篇相关"
                           "（{calls} 次请求，{seconds} 秒）。",
         "label.screened_weak": "模型阅读了 {read} 篇候选论文，但也接受了其他主题的论文："

@@ -22,7 +22,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,12 +47,15 @@ MAX_EXTENSION = 3
 # -> "algorithm"); never its first letter, nor its last one dropped. Not when it is written
 # with a capital (a name: "Pinterest", "spaCy") or is an English word of its own (the
 # embedder's WordPiece vocabulary holds it whole: "chess" is no typo of "chest"): near misses
-# name such words (the blind near-miss rounds' calibrate halves: 505 of 566 misses caught
-# before, 504 after, bench/reading/blind.py).
+# name such words (the near misses of blind rounds 1-4 and 7-12 and the dev halves of 13-16:
+# 505 of 566 caught before, 504 after, bench/reading/blind.py). Words longer than
+# MAX_CORRECTED_STEM are no typos of a word (and their slips would be costly to list).
 MIN_CORRECTED_STEM = 5
+MAX_CORRECTED_STEM = 24
 # ML abbreviations and the words they stand for, one line a meaning: a query's abbreviation no
-# paper writes is read as its long form where the collection writes that ("HMC" -> "Hamiltonian
-# Monte Carlo"), and a chat's selection reads a paper writing either as holding both.
+# paper writes is read as its long forms where the collection writes them ("HMC" ->
+# "Hamiltonian Monte Carlo"), and a chat's selection reads a paper writing either as holding
+# both. One that is also an English word ("GAN", "MAP") only when written in capitals.
 ACRONYMS_FILE = DATA_DIR / "ml_acronyms.tsv"
 # Papers whose terms a snapshot keeps for query expansion (~1 KB each), then it starts again.
 MAX_KEPT_TERMS = 20_000
@@ -212,6 +215,7 @@ class LexicalIndex:
         self._sentences_kept = splitter_of(folder) == sentence_splitter()
         # A phrase term's (rows, BM25 scores), found once per snapshot (see _phrase_postings).
         self._phrases: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._corrections: dict[str, list[str]] = {}  # a typo's word (`_correction`)
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -323,9 +327,9 @@ class LexicalIndex:
         apart. The list decision uses it; claims keep their words as written (SciFact's
         calibration was made without it)."""
         out: list[str] = []  # a word the question repeats weighs more, as BM25 has it
-        typos = possible_typos(query) if extend else frozenset()
+        written = Written.of(query) if extend else Written()
         for term in terms(query, query=True):
-            out.extend(self.forms(term, typos) if extend else [term])
+            out.extend(self.forms(term, written) if extend else [term])
         return self._with_phrases(query, out) if extend else out
 
     def _with_phrases(self, query: str, query_terms: list[str]) -> list[str]:
@@ -351,20 +355,22 @@ class LexicalIndex:
                 query_terms.remove(part)
         return query_terms
 
-    def forms(self, stem: str, typos: Set[str] = frozenset()) -> list[str]:
+    def forms(self, stem: str, written: Written | None = None) -> list[str]:
         """A stemmed term as this collection writes it: itself, or, when no paper uses it, the
-        collection's most frequent words that extend it (`query_terms`), or the long forms of
-        an abbreviation, or, for a stem of `typos` (`possible_typos` of the text it is from),
-        the word its typo stands for (`_correction`)."""
+        collection's most frequent words that extend it (`query_terms`); or, as the text it is
+        from writes it (`written`: `Written.of` that text), the long forms of an abbreviation
+        or the word a typo stands for (`_correction`)."""
         if self._df(stem):
             return [stem]
-        return self._extensions(stem) or self._spelled_out(stem) \
-            or (self._correction(stem) if stem in typos else []) or [stem]
+        written = written or Written()
+        return self._extensions(stem) \
+            or (self._long_forms_written(stem) if stem in written.abbreviations else []) \
+            or (self._correction(stem) if stem in written.typos else []) or [stem]
 
-    def _spelled_out(self, stem: str) -> list[str]:
+    def _long_forms_written(self, stem: str) -> list[str]:
         """The long forms of the abbreviation `stem` (ACRONYMS_FILE) that papers write, as
-        phrase terms (their words in a row): a long form of one word beside its stop words
-        ("out-of-distribution": "distribut") would stand for every paper that uses it."""
+        phrase terms (their words in a row; a long form reduced to one word by its stop words
+        would stand for every paper that uses that word)."""
         found = []  # "tcns": the stemmer keeps an abbreviation's plural
         for long_form in long_forms().get(stem) or long_forms().get(stem.removesuffix("s"), ()):
             term = " ".join(terms(long_form.replace("-", " ")))
@@ -373,12 +379,17 @@ class LexicalIndex:
         return found
 
     def _correction(self, stem: str) -> list[str]:
-        """The collection's most frequent word one slip away from `stem` (MIN_CORRECTED_STEM,
-        `_slips`); else none."""
-        if len(stem) < MIN_CORRECTED_STEM or not self._bm25 or not stem.isalpha():
+        """The collection's most frequent word one slip away from `stem` (MIN_CORRECTED_STEM
+        to MAX_CORRECTED_STEM letters, `_slips`); else none. Found once a snapshot."""
+        if not MIN_CORRECTED_STEM <= len(stem) <= MAX_CORRECTED_STEM or not self._bm25 \
+                or not stem.isalpha():
             return []
-        found = [w for w in _slips(stem) if w in self._bm25.vocab_dict]
-        return sorted(found, key=lambda w: (-self._df(w), w))[:1]
+        if stem not in self._corrections:
+            found = [w for w in _slips(stem) if w in self._bm25.vocab_dict]
+            if len(self._corrections) > MAX_KEPT_PHRASES:
+                self._corrections.clear()
+            self._corrections[stem] = sorted(found, key=lambda w: (-self._df(w), w))[:1]
+        return self._corrections[stem]
 
     def document_frequency(self, term: str) -> int:
         """How many papers hold the (stemmed) term."""
@@ -557,13 +568,28 @@ class LexicalIndex:
 
 @functools.lru_cache(maxsize=1)
 def long_forms() -> dict[str, tuple[str, ...]]:
-    """ACRONYMS_FILE: each abbreviation (lower case) and its long forms, in the file's order."""
+    """ACRONYMS_FILE: each abbreviation (lower case) and its long forms, in the file's order
+    (the usual ML meaning first), a spelling of the same words once. An abbreviation the
+    stemmer makes another word of ("AIS" is "ai", "NUTS" "nut") or drops ("IS", "AT") is left
+    out: its stem stands for that other word."""
     out: dict[str, tuple[str, ...]] = {}
+    meant: dict[str, set[tuple[str, ...]]] = {}
     for line in ACRONYMS_FILE.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             short, long_form = line.split("\t")
-            out[short] = (*out.get(short, ()), long_form)
+            if terms(short) != [short]:
+                continue
+            words = tuple(terms(long_form.replace("-", " ")))
+            if words not in meant.setdefault(short, set()):
+                meant[short].add(words)
+                out[short] = (*out.get(short, ()), long_form)
     return out
+
+
+def is_english_word(word: str) -> bool:
+    """Whether the embedder's WordPiece vocabulary holds `word` whole ("sat", "map": words an
+    abbreviation may also be)."""
+    return word in _english_words()
 
 
 @functools.lru_cache(maxsize=1)
@@ -573,13 +599,28 @@ def _english_words() -> frozenset[str]:
     return frozenset(w for w in vocab if w.isalpha())
 
 
-def possible_typos(text: str) -> frozenset[str]:
-    """The stems of `text`'s words that may be typos (MIN_CORRECTED_STEM): written in lower
-    case, and no English word of their own, nor the form of one ("prompts": "prompt")."""
-    english = _english_words()
-    return frozenset(stem for word in _WORD.findall(text)
-                     if word.isalpha() and word.islower() and word not in english
-                     for stem in terms(word) if stem not in english)
+@dataclass(frozen=True)
+class Written:
+    """How a text writes its words, for `LexicalIndex.forms`: the stems of those that may be
+    abbreviations (in capitals, "HMC", "GANs"; or, in any case, no English word: "hmc") and of
+    those that may be typos (in lower case, and no English word of their own nor the form of
+    one: "algoritms", not "prompts" or "Pinterest")."""
+
+    abbreviations: frozenset[str] = frozenset()
+    typos: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, text: str) -> Written:
+        english = _english_words()
+        abbreviations, typos = set(), set()
+        for word in _WORD.findall(text):
+            stems = [s for s in terms(word) if s.isalnum()]
+            in_capitals = sum(c.isupper() for c in word) >= 2 and word.rstrip("s").isupper()
+            if in_capitals or word.lower() not in english:
+                abbreviations.update(stems)
+            if word.isalpha() and word.islower() and word not in english:
+                typos.update(s for s in stems if s not in english)
+        return cls(frozenset(abbreviations), frozenset(typos))
 
 
 # Each letter's neighbours on a QWERTY keyboard: the letter a slip puts in its place.
@@ -595,6 +636,8 @@ def _slips(word: str) -> set[str]:
     """What `word` would be without one slip of the fingers, its first letter kept: a letter
     typed too many (dropped here, but the last), one left out (added here), two swapped, one
     typed for a key beside it (Damerau's four kinds of error)."""
+    if not word:
+        return set()
     head, body = word[0], word[1:]
     splits = [(body[:i], body[i:]) for i in range(len(body) + 1)]
     letters = "abcdefghijklmnopqrstuvwxyz"

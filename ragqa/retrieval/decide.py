@@ -250,9 +250,10 @@ def _absent(index: LexicalIndex, name: str) -> bool:
     terms = lexical.terms(name)
     if not terms:
         return False
-    if len(terms) == 1:
+    if len(terms) == 1:  # (a name is no typo: Written keeps only its abbreviation)
+        written = lexical.Written(abbreviations=lexical.Written.of(name).abbreviations)
         if all(index.document_frequency(t) == 0
-               for t in index.forms(terms[0])):
+               for t in index.forms(terms[0], written)):
             return True
         return _stems_to_another_word(index, name, terms[0])
     rows = [row for row, _ in index.search(" ".join(terms), NAME_CANDIDATES)] \
@@ -333,11 +334,11 @@ def _term_groups(index: LexicalIndex, text: str) -> list[list[str]]:
     ("recognise" is "recognize", stemmed apart). Stems are not stemmed again ("noise" ->
     "nois" -> "noi" made the noise papers' word absent)."""
     groups: dict[str, list[str]] = {}
-    typos = lexical.possible_typos(text)
+    written = lexical.Written.of(text)
     for term in lexical.terms(text, query=True):
         if term in groups or term in NOT_TOPIC_WORDS:
             continue
-        forms = index.forms(term, typos)
+        forms = index.forms(term, written)
         if all(index.document_frequency(t) == 0 for t in forms):
             forms = forms + [t for variant in _american(term)
                              for t in index.forms(variant)]

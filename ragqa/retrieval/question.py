@@ -124,6 +124,10 @@ _FUNCTION_WORDS = frozenset(re.findall(r"\w+", """
     """))
 # A topic of at most this many content words is split at "or" into alternatives.
 MAX_SPLIT_WORDS = 6
+# What follows a short topic's question mark describes it in this many content words at least,
+# unless it gives examples ("protein folding? thanks" and "GAN papers? only theoretical ones"
+# are no descriptions; "graph matching? finding which nodes of two graphs correspond" is).
+MIN_TOLD_WORDS = 4
 # Sub-queries at most: the topic plus its alternatives and examples.
 MAX_SUBQUERIES = 6
 
@@ -274,7 +278,13 @@ def _asked_then_told(text: str) -> list[str] | None:
     if not 0 < len(_content_words(topic)) <= MAX_SPLIT_WORDS:
         return None
     told = _EXAMPLES.split(" " + parts[1], maxsplit=1)  # "like …", "e.g. …": the examples
-    return [topic, strip_frame(told[-1] if not told[0].strip() else " ".join(told).strip())]
+    described = strip_frame(told[-1] if not told[0].strip() else " ".join(told).strip())
+    # What describes the topic: examples ("like …", "a, b, c") or a description in words of
+    # its own; not a narrowing ("only theoretical ones", "which ones are fastest") or thanks.
+    if len(told) > 1 or "," in described or (len(_content_words(described)) >= MIN_TOLD_WORDS
+                                               and not _CONTINUATION.match(described)):
+        return [topic, described]
+    return None
 
 
 def understand(question: str) -> Understood:
@@ -380,15 +390,15 @@ ORDINAL_WORDS = "first|second|third|fourth|fifth|sixth|last|latter|former|1st|2n
 # "Now, which papers …", "And X?", "cool. different q - X?" (an acknowledgement, "next",
 # "then" or any announcement only before a mark: "great apes", "next token prediction",
 # "Next-generation sequencing" and "new direction in X" are topics).
-# Interjections ("hmm ok, …") lead in before a space too; acknowledgements, "right", "well",
-# "totally different" only before a mark, alone or in a row ("cool thanks. …"; since session
-# 34, round 16's calibrate half).
+# Interjections in lower case ("hmm ok, …") lead in before a space too; acknowledgements,
+# "right", "well", "totally different" only before a mark, alone or in a row ("cool thanks.
+# …"; since session 34, round 16's calibrate half).
 _ACKNOWLEDGED = (r"(?:then|next|cool|great|thanks|thank you|thx|nice|got it|perfect|"
                  r"interesting|right|well|yes|yeah|sure|(?:totally|completely|entirely) "
                  r"different)")
 _CHAT_LEAD = re.compile(
-    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|separately|btw|but|by the way|hmm+|hm|um+|"
-    r"uh|oh|ah|"
+    r"^\W*(?:(?:and|ok|okay|now|so|also|alright|separately|btw|but|by the way|"
+    r"(?-i:hmm+|hm|um+|uh|oh|ah)|"  # in lower case: "HMM for speech", "Oh et al." are names
     r"something (?:else|different|new)|(?:on )?a different note|(?:a |one )?(?:separate|"
     r"another|new|different|other|unrelated) (?:question|topic|thing)|switching (?:topics?|"
     r"gears)|changing (?:the )?(?:topic|subject))(?:\s-\s|[\s,:;.!—–])+"
