@@ -127,7 +127,8 @@ class Citation(Result):
 @dataclass(frozen=True)
 class AnswerPaper(Result):
     """A paper retrieved as a source, with its tier: `core` (the answer), `tail` (a list's less
-    certain papers), `review` (new candidates after marks)."""
+    certain papers), `review` (new candidates after marks); `excluded` when it was folded for
+    being nearer what the question says it does not want."""
 
     paper_id: str
     title: str
@@ -135,6 +136,7 @@ class AnswerPaper(Result):
     score: float
     sentence: str
     tier: str
+    excluded: bool = False
 
 
 @dataclass(frozen=True)
