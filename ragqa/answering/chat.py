@@ -120,9 +120,9 @@ class Session:
         chosen = set(papers)
         for turn in reversed(self.turns):
             if turn.cited_ids and set(turn.cited_ids) == chosen:
-                return tuple(p["paper_id"] for p in turn.answer.get("papers", [])
-                             if p.get("tier") == "tail" and not p.get("excluded"))[
-                                 :FOLDED_SELECTED]
+                folded = [p["paper_id"] for p in turn.answer.get("papers", [])
+                          if p.get("tier") == "tail" and not p.get("excluded")]
+                return tuple(folded[:FOLDED_SELECTED])
         return ()
 
     def title_of(self, paper_id: str) -> str:

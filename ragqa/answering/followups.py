@@ -401,7 +401,7 @@ def spelled_out(text: str) -> str:
     def spell(match: re.Match) -> str:
         word = match.group(0)
         short = word.lower()
-        forms = lexical.long_forms().get(short) or lexical.long_forms().get(short.removesuffix("s"))
+        forms = lexical.long_forms_of(short)
         if not forms or (len(forms) > 1 and lexical.is_english_word(short)):
             return word  # "SAT": satisfiability, or speaker adaptive training, or a test
         return f"{forms[0]} ({word})"

@@ -371,8 +371,8 @@ class LexicalIndex:
         """The long forms of the abbreviation `stem` (ACRONYMS_FILE) that papers write, as
         phrase terms (their words in a row; a long form reduced to one word by its stop words
         would stand for every paper that uses that word)."""
-        found = []  # "tcns": the stemmer keeps an abbreviation's plural
-        for long_form in long_forms().get(stem) or long_forms().get(stem.removesuffix("s"), ()):
+        found = []
+        for long_form in long_forms_of(stem):
             term = " ".join(terms(long_form.replace("-", " ")))
             if " " in term and term not in found and self._df(term):
                 found.append(term)
@@ -584,6 +584,13 @@ def long_forms() -> dict[str, tuple[str, ...]]:
                 meant[short].add(words)
                 out[short] = (*out.get(short, ()), long_form)
     return out
+
+
+def long_forms_of(abbreviation: str) -> tuple[str, ...]:
+    """The long forms of an abbreviation in lower case, or of its plural ("tcns": the stemmer
+    keeps an abbreviation's plural); none when it is no abbreviation."""
+    forms = long_forms()
+    return forms.get(abbreviation) or forms.get(abbreviation.removesuffix("s"), ())
 
 
 def is_english_word(word: str) -> bool:

@@ -278,7 +278,7 @@ def _asked_then_told(text: str) -> list[str] | None:
     if not 0 < len(_content_words(topic)) <= MAX_SPLIT_WORDS:
         return None
     told = _EXAMPLES.split(" " + parts[1], maxsplit=1)  # "like …", "e.g. …": the examples
-    described = strip_frame(told[-1] if not told[0].strip() else " ".join(told).strip())
+    described = strip_frame(" ".join(part.strip() for part in told if part.strip()))
     # What describes the topic: examples ("like …", "a, b, c") or a description in words of
     # its own; not a narrowing ("only theoretical ones", "which ones are fastest") or thanks.
     if len(told) > 1 or "," in described or (len(_content_words(described)) >= MIN_TOLD_WORDS
