@@ -65,6 +65,12 @@ ABSTRACTS = [
     {"id": "norm4", "title": "Normalization-free residual networks", "abstract":
      "Batch normalization couples the samples of a batch. We train residual networks without "
      "batch normalization by scaling their residual branches at initialization."},
+    {"id": "laplace", "title": "A scalable Laplace approximation for trained networks",
+     "abstract": "Uncertainty estimates matter when networks meet unfamiliar inputs. We place a "
+     "Kronecker factored posterior over the weights of an already trained network at no extra "
+     "training cost. We compare the method with Monte Carlo dropout and a diagonal Laplace "
+     "approximation for estimating uncertainty. The Kronecker factored posterior gives better "
+     "calibrated predictions on out-of-distribution data."},
 ]
 
 
@@ -115,6 +121,22 @@ def test_a_fact_answer_quotes_the_holding_sentence_first_and_marks_the_answer(
     assert f"**{span}**" in answer["answer"].split("\n\n")[0]  # the first quote, marked
     shown = facts("ask", question, "-c", "facts").stdout  # wrapped to the terminal's width
     assert span.split()[0] in shown and "**" not in shown  # bold, not marks
+
+
+def test_a_question_that_names_its_paper_then_asks_is_answered_by_what_it_asks(facts):
+    """Fact round 8 (session 35): a question that describes its paper and then, after a colon,
+    asks something of it ("…: which alternatives is it compared with?") was answered with the
+    sentence that restates the description. The clause that asks is what the answer holds."""
+    from ragqa.answering.facts import asking_clause
+
+    question = ("Kronecker factored posterior over the weights of an already trained network: "
+                "which alternatives for estimating uncertainty is it compared with?")
+    assert asking_clause(question) == (
+        "which alternatives for estimating uncertainty is it compared with?",
+        "Kronecker factored posterior over the weights of an already trained network")
+    assert asking_clause("What AUC does the auditor reach?") is None
+    _, first = _first(facts, question)
+    assert first["paper_id"] == "laplace" and "Monte Carlo dropout" in first["quote"]
 
 
 def test_a_comparison_question_with_many_matching_papers_is_answered_as_a_fact():

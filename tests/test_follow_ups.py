@@ -574,6 +574,45 @@ def test_a_selection_looks_among_the_first_folded_papers_the_question_did_not_ex
     assert session.folded_below(["c2"]) == ()
 
 
+def _turn(question: str, cited: list[str], folded: tuple[str, ...] = ()):
+    from ragqa.answering.chat import Turn
+
+    papers = [*({"paper_id": p, "tier": "core"} for p in cited),
+              *({"paper_id": p, "tier": "tail"} for p in folded)]
+    return Turn(question, question, {"papers": papers, "citations": []}, list(cited))
+
+
+def test_a_list_of_one_paper_shown_and_more_folded_is_the_list_a_turn_after_it_reads():
+    """Round 16: after a list of three on ranking, "machine teaching" showed one paper and
+    folded two; "the one with human subjects" then chose among the ranking papers. A list of
+    one paper shown and more folded is the last list: a selection looks in it and its folded
+    papers (also when put as "the one …", which points at no paper shown), a place beyond it
+    is said to be beyond it; a selection of one is no list, as before."""
+    from ragqa.answering.chat import Session, referenced_papers
+
+    session = Session("s", "default", 0.0, [_turn("ranking models?", ["a", "b", "c"]),
+                                             _turn("machine teaching", ["x"], ("y", "z"))])
+    picked = referenced_papers("the one with human subjects", session)
+    assert picked.selecting and picked.papers == ("x",) and picked.folded == ("y", "z")
+    # "either of them" points at the papers shown: it looks nowhere else
+    assert referenced_papers("does either of them use human subjects?", session).folded == ()
+    beyond = referenced_papers("the second one?", session)
+    assert beyond.kind == "beyond" and beyond.place == 1
+    assert session.last_list == ["x"]  # what "the last answer listed N papers" counts
+    narrowed = Session("s", "default", 0.0, [_turn("ranking models?", ["a", "b", "c"]),
+                                              _turn("the Plackett-Luce one", ["b"])])
+    assert referenced_papers("which one uses human subjects?", narrowed).papers == ("a", "b", "c")
+    assert referenced_papers("the second one", narrowed).papers == ("b",)
+
+
+def test_a_place_asked_for_before_any_paper_was_listed_is_said_not_searched(chat):
+    """"the second one?" after an answer that listed nothing was searched as a topic, "the
+    second one", and folded papers. It is told that no paper has been listed yet."""
+    _, place = chat("Which papers study quantum chromodynamics on a lattice?", "the second one?")
+    assert place["citations"] == [] and place["papers"] == []
+    assert place["answer"].startswith("No answer in this chat has listed a paper yet")
+
+
 @pytest.mark.parametrize(("turn", "kind"), [
     ("cool. different q - protein structure prediction?", "leave"),
     ("switching gears: memes?", "leave"),

@@ -21,7 +21,8 @@ that session's; round 13 (ICML 2017 and IJCAI 2020), written at the start of ses
 split by eval.blind_half before anything was run: its `dev` half may be read, its `heldout`
 half is only reported; so are rounds 14 (COLM 2024 and AISTATS 2025, session 30), 15
 (NAACL 2021 and IJCAI 2021, session 32: CHATS_BLIND15_*.md, NEAR_MISSES_BLIND15.md) and 16
-(NeurIPS 2013 and AISTATS 2021, session 34: CHATS_BLIND16_*.md, NEAR_MISSES_BLIND16.md).
+(NeurIPS 2013 and AISTATS 2021, session 34: CHATS_BLIND16_*.md, NEAR_MISSES_BLIND16.md) and
+17 (ICLR 2018 and WWW 2025, session 35: CHATS_BLIND17_*.md, NEAR_MISSES_BLIND17.md).
 Rounds 1-12 are development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
@@ -31,8 +32,10 @@ a turn is right when:
 - select ("which one evaluates on audio?"): it cites a paper of the selection, only papers of
   the last list shown (the answer to the last list, switch or select turn: after "the second
   one", "which of those two …" picks among the list again; a selection of one paper is no
-  list to select among, so after it the list before counts: since session 16), and none of
-  the topic's papers the selection leaves out;
+  list to select among, so after it the list before counts: since session 16) or of the
+  papers that list folded below it (counted in the answer, listed by /more: since session 35;
+  `--shown-only` for the rule before), and none of the topic's papers the selection leaves
+  out;
 - position ("the second one"): its first citation is that paper of the previous answer (of the
   last list shown when the previous answer has no such place: since session 20);
 - about ("what is its accuracy?"): its first citation is a paper referred to (`phrase`: also
@@ -78,7 +81,9 @@ def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
     if kind == "select":
         # Among the last answer's papers (a conference list holds papers beyond the writer's
         # topic, whose property nobody judged): one with the property, none of the topic's
-        # papers without it, nothing from outside the last answer.
+        # papers without it, nothing from outside the last answer (the papers it showed, and
+        # since session 35 those it folded below them: the answer counts them, /more lists
+        # them, and a selection that picks one says it comes from them).
         return bool(papers & set(cited)) and set(cited) <= set(before) and \
             not set(cited) & (topic - papers)
     if kind == "position":
@@ -90,6 +95,11 @@ def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
     raise ValueError(kind)
 
 
+def folded_ids(answer: dict) -> list[str]:
+    """The papers a list folded below its answer (its tail): part of the answer, selectable."""
+    return [p["paper_id"] for p in answer.get("papers", []) if p.get("tier") == "tail"]
+
+
 def shows_a_list(kind: str, papers: list[str]) -> bool:
     """Whether a turn's papers are the list a later "which of them …" selects among: a list's,
     a switch's, a selection's of two or more. A selection of one is none: after it, "which of
@@ -98,7 +108,7 @@ def shows_a_list(kind: str, papers: list[str]) -> bool:
     return kind in ("list", "switch") or (kind == "select" and len(papers) >= 2)
 
 
-def measure_chats(run, chats: list[dict], show: bool) -> dict:
+def measure_chats(run, chats: list[dict], show: bool, shown_only: bool = False) -> dict:
     right: dict[str, list[float]] = {}
     phrases = []
     for chat in chats:
@@ -107,10 +117,12 @@ def measure_chats(run, chats: list[dict], show: bool) -> dict:
         turns += [{"citations": []}] * (len(chat["turns"]) - len(turns))
         before: list[str] = []
         shown: list[str] = []  # the last list shown: of a list, switch or selection
+        tail: list[str] = []  # what that list folded below it (since session 35)
         topic: set[str] = set()
         for expected, answer in zip(chat["turns"], turns, strict=False):
             kind, cited = expected["kind"], cited_ids(answer)
-            ok = turn_right(kind, expected, cited, shown if kind == "select" else before,
+            selectable = shown + ([] if shown_only else tail)
+            ok = turn_right(kind, expected, cited, selectable if kind == "select" else before,
                             topic, shown)
             right.setdefault(kind, []).append(float(ok))
             if kind == "about" and expected.get("phrase"):
@@ -121,11 +133,11 @@ def measure_chats(run, chats: list[dict], show: bool) -> dict:
                 print(json.dumps({"chat": chat["id"], "kind": kind, "ok": ok,
                                   "say": expected["say"], "expected": expected["papers"],
                                   "cited": cited,
-                                  "before": shown if kind == "select" else before}),
+                                  "before": selectable if kind == "select" else before}),
                       file=sys.stderr)
             before = cited
             if shows_a_list(kind, cited):
-                shown = cited
+                shown, tail = cited, folded_ids(answer)
     followed = [x for kind, xs in right.items() if kind != "list" for x in xs]
     return {"turns_after_the_first": round(sum(followed) / len(followed), 3),
             "turns": len(followed),
@@ -161,7 +173,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=range(1, 17),
+    parser.add_argument("--round", type=int, default=1, choices=range(1, 18),
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
@@ -174,9 +186,13 @@ def main() -> int:
                              "12: …12.jsonl (IJCAI 2023 and COLING 2020), all heldout; "
                              "13: …13.jsonl (ICML 2017 and IJCAI 2020), 14: …14.jsonl (COLM "
                              "2024 and AISTATS 2025), 15: …15.jsonl (NAACL 2021 and IJCAI "
-                             "2021), 16: …16.jsonl (NeurIPS 2013 and AISTATS 2021), split by "
+                             "2021), 16: …16.jsonl (NeurIPS 2013 and AISTATS 2021), 17: …17.jsonl "
+                             "(ICLR 2018 and WWW 2025), split by "
                              "eval.blind_half")
     parser.add_argument("--cases", action="store_true")
+    parser.add_argument("--shown-only", action="store_true",
+                        help="a selection picks among the papers a list showed only, not among "
+                             "those it folded too (the rule before session 35)")
     args = parser.parse_args()
     run = cli(args.home)
 
@@ -191,7 +207,8 @@ def main() -> int:
     suffix = "" if args.round == 1 else str(args.round)
     report: dict = {"split": args.split, "round": args.round}
     if args.only in (None, "chats"):
-        report["chats"] = measure_chats(run, chosen(f"chats_blind{suffix}.jsonl"), args.cases)
+        report["chats"] = measure_chats(run, chosen(f"chats_blind{suffix}.jsonl"), args.cases,
+                                        args.shown_only)
     # Rounds 5 and 6 wrote chats only.
     if args.only in (None, "near_misses") and (HERE / f"near_misses_blind{suffix}.jsonl").is_file():
         report["near_misses"] = measure_near_misses(

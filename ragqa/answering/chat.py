@@ -25,10 +25,10 @@ from ragqa.answering.answer import Answer, Citation, answer_question, quote_line
 from ragqa.answering.followups import (
     PLACE_BY_NUMBER,
     PLURAL_REF,
-    REFERS,
     SINGULAR_REF,
     ZH_ORDINAL,
     Resolution,
+    content_terms,
     list_place,
     resolve,
     without_references,
@@ -100,6 +100,14 @@ class Session:
         """The papers of the latest turn that cited several: what "which one …" chooses among
         after a turn about one of them ("the second one", then "which of those two …")."""
         return next((t.cited_ids for t in reversed(self.turns) if len(t.cited_ids) > 1), [])
+
+    @property
+    def last_list(self) -> list[str]:
+        """What "which one …" or "the second one" after the last answer reads in: its papers
+        when they are a list of their own (one paper shown, more folded: "machine teaching",
+        then "the one with human subjects"; round 16's dev half), else `last_listed`."""
+        cited = self.last_cited
+        return cited if cited and self.folded_below(cited) else self.last_listed
 
     def list_narrowed(self, papers: Sequence[str]) -> tuple[str, ...]:
         """The list a selection narrowed to `papers`: the papers of the turn that cited before
@@ -262,14 +270,18 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     included, by the multilingual one)."""
     cited = session.last_cited
     if not cited:
-        return Resolution("leave")
-    listed = session.last_listed
+        place = list_place(question)
+        # "the second one?" when no answer has listed a paper: said, not searched as a topic
+        return Resolution("beyond", place=place) \
+            if place is not None and not content_terms(question) else Resolution("leave")
+    listed = session.last_list
     resolution = resolve(question, cited, index, len(listed))
-    if resolution.selecting and len(cited) < 2 and listed:
+    if resolution.selecting and len(cited) < 2 and listed and listed != cited:
         # A choice among one paper is none: it picks among the last list again.
         resolution = Resolution("select", tuple(listed))
-    if resolution.selecting and not REFERS.search(question):
-        # (not when the turn points at them: "does either of those two …" means those two)
+    if resolution.selecting and not PLURAL_REF.search(question):
+        # (not when the turn points at them: "does either of those two …" means those two;
+        # "the one with …" points at none)
         return replace(resolution, wider=session.list_narrowed(resolution.papers),
                        folded=session.folded_below(resolution.papers))
     place = resolution.place if resolution.place is not None else \
@@ -444,9 +456,11 @@ def no_such_place(question: str, session: Session, referred: Resolution,
     """"the fifth one" after a list of three: said, with how many there were, rather than an
     answer about another paper."""
     language = detect_language(question)
-    count = max(len(session.last_cited), len(session.last_listed))
+    count = max(len(session.last_cited), len(session.last_list))
     assert referred.place is not None
-    text = message("chat.no_such_place", language, count=count, number=referred.place + 1)
+    number = referred.place + 1 if referred.place >= 0 else 1
+    text = message("chat.no_such_place", language, count=count, number=number) if count \
+        else message("chat.nothing_listed", language, number=number)
     return Answer(question, "extractive", text, [], [], 0, [], retriever.total_papers,
                   question, language)
 

@@ -118,6 +118,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "Which of {subject} {rest}",
         "chat.standalone": "Standalone question: {question}",
         "chat.references": "References:",
+        "chat.nothing_listed": "No answer in this chat has listed a paper yet, so there is no "
+                               "paper {number}. Ask about a topic first.",
         "chat.no_such_place": {"one": "The last answer listed 1 paper: it has no paper "
                                       "{number}. Ask about that one, or ask anew.",
                                "other": "The last answer listed {count} papers: it has no "
@@ -231,6 +233,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "chat.which_of": "{subject} 中，{rest}",
         "chat.standalone": "改写后的问题：{question}",
         "chat.references": "参考文献：",
+        "chat.nothing_listed": "本次对话中还没有回答列出过论文，因此没有第 {number} 篇。"
+                               "请先就一个主题提问。",
         "chat.no_such_place": {"other": "上一个回答只列出了 {count} 篇论文，没有第 {number} 篇。"
                                          "请指定第 1 到第 {count} 篇，或重新提问。"},
         "label.screened": "模型阅读了 {read} 篇候选论文，判定 {accepted} 篇相关"

@@ -103,8 +103,17 @@ _ALTERNATIVE = re.compile(r"\s*(?:,\s*(?:or|and)\s+|,\s*|;\s*|\s+or\s+|\s+and/or
                           re.IGNORECASE)
 # A topic asked as a question of its own, then told more of: "crowd counting papers? like
 # estimating how many ppl are in an image", "captioning papers? image, video, anything that
-# generates descriptions". What follows the question mark describes the topic as examples do.
+# generates descriptions"; or named, then given examples after a dash ("attack txs on chain -
+# DeFi hacks, bridge exploits etc"; since session 35). What follows describes the topic as
+# examples do.
 _ASKED_THEN_TOLD = re.compile(r"\?\s+(?=\S)")
+_TOLD_AFTER_DASH = re.compile(r"\s+(?:--?|—|–)\s+(?=\S)")
+_DASH_AT_END = re.compile(r"\s(?:--?|—|–)\s*$")  # the second of a pair setting off an aside
+# A clause after a comma that only gestures at examples ("node embeddings, deepwalk-ish
+# stuff"): a word hedged by its suffix, or a vague word; such a clause is the topic's examples,
+# never a part of the topic all its papers must hold (round 17's calibrate half, session 35).
+_HEDGE_SUFFIXES = ("-ish", "-style", "-esque")
+_VAGUE_WORDS = frozenset({"etc", "stuff"})
 # An "example" that starts like this continues the sentence instead ("models trained on one
 # language, e.g. English, are applied to others"): it goes back into the topic.
 _CONTINUATION = re.compile(
@@ -115,6 +124,7 @@ _TOPIC_JOIN = re.compile(r"\s*,\s*(?:or|and)\s+|\s*,\s*|\s+(?:or|and|and/or|/)\s
                          re.IGNORECASE)
 _TRAILING = re.compile(r"[\s?.!,;:)\]]+$")
 _WORD = re.compile(r"\w+")
+_WORD_OR_HYPHENED = re.compile(r"\w+(?:-\w+)*")
 # Words that carry no topic: a sub-query made of these alone is dropped.
 _FUNCTION_WORDS = frozenset(re.findall(r"\w+", """
     a an the of in on for to with by from and or as at into via their its his her our your them
@@ -272,8 +282,11 @@ def _asked_then_told(text: str) -> list[str] | None:
     "estimating how many ppl are in an image"]), or None. A longer question before the mark is
     a description of its own: the whole text stays the topic."""
     parts = _ASKED_THEN_TOLD.split(text, maxsplit=1)
-    if len(parts) < 2:
-        return None
+    after_mark = len(parts) > 1
+    if not after_mark:
+        parts = _told_after(text)
+        if parts is None:
+            return None
     topic = strip_frame(parts[0])
     if not 0 < len(_content_words(topic)) <= MAX_SPLIT_WORDS:
         return None
@@ -281,10 +294,43 @@ def _asked_then_told(text: str) -> list[str] | None:
     described = strip_frame(" ".join(part.strip() for part in told if part.strip()))
     # What describes the topic: examples ("like …", "a, b, c") or a description in words of
     # its own; not a narrowing ("only theoretical ones", "which ones are fastest") or thanks.
-    if len(told) > 1 or "," in described or (len(_content_words(described)) >= MIN_TOLD_WORDS
-                                               and not _CONTINUATION.match(described)):
-        return [topic, described]
+    if not after_mark:  # after a dash or comma: examples only, not a clause that goes on
+        examples = ("," in described or _hedged(described)) and \
+            not _CONTINUATION.match(described)
+        return [topic, _unhedged(described)] if examples else None
+    if len(told) > 1 or "," in described or _hedged(described) or (
+            len(_content_words(described)) >= MIN_TOLD_WORDS
+            and not _CONTINUATION.match(described)):
+        return [topic, _unhedged(described)]
     return None
+
+
+def _told_after(text: str) -> list[str] | None:
+    """[topic, what follows] of a topic told more of after one dash ("attack txs on chain -
+    DeFi hacks, bridge exploits etc"; two dashes set off an aside) or, in words that only
+    gesture at examples, after its last comma ("node embeddings, deepwalk-ish stuff")."""
+    dashes = _TOLD_AFTER_DASH.split(text)
+    if len(dashes) == 2 and not _DASH_AT_END.search(text):
+        return dashes
+    head, comma, tail = text.rpartition(",")
+    return [head, tail] if comma and len(dashes) == 1 and _hedged(tail) else None
+
+
+def _unhedged(text: str) -> str:
+    """The examples without their hedges ("svrg-ish, deepwalk-style stuff" -> "svrg,
+    deepwalk")."""
+    def plain(word: re.Match) -> str:
+        w = word.group(0)
+        if w.lower() in _VAGUE_WORDS:
+            return ""
+        return next((w[:-len(s)] for s in _HEDGE_SUFFIXES if w.lower().endswith(s)), w)
+    return " ".join(_WORD_OR_HYPHENED.sub(plain, text).split())
+
+
+def _hedged(text: str) -> bool:
+    """Whether a clause only gestures at examples ("svrg-ish", "LDA-style", "etc", "stuff")."""
+    words = _WORD_OR_HYPHENED.findall(text.lower())
+    return any(w.endswith(_HEDGE_SUFFIXES) or w in _VAGUE_WORDS for w in words)
 
 
 def understand(question: str) -> Understood:
@@ -293,8 +339,8 @@ def understand(question: str) -> Understood:
     What the question says it does not want is in none of them (`excluded`)."""
     asked, excluded = without_excluded(question)
     topic_and_examples = strip_frame(asked)
-    parts = _asked_then_told(topic_and_examples) or \
-        _EXAMPLES.split(topic_and_examples, maxsplit=1)
+    told = _asked_then_told(topic_and_examples)
+    parts = told or _EXAMPLES.split(topic_and_examples, maxsplit=1)
     topic = _TRAILING.sub("", parts[0]).strip(" ,;(") or topic_and_examples
     examples: list[str] = []
     if len(parts) > 1:
@@ -316,7 +362,10 @@ def understand(question: str) -> Understood:
     excluded_parts = dict.fromkeys(
         p for part in excluded for p in [part, *(
             _alternatives(part) if len(_content_words(part)) <= MAX_SPLIT_WORDS else ())])
-    return Understood(question, topic, tuple(subqueries[:MAX_SUBQUERIES]), topic_and_examples,
+    # (BM25 reads examples told without their hedges: no paper writes "deepwalk-ish stuff")
+    lexical = _unhedged(topic_and_examples) if told and _hedged(topic_and_examples) \
+        else topic_and_examples
+    return Understood(question, topic, tuple(subqueries[:MAX_SUBQUERIES]), lexical,
                       tuple(excluded_parts))
 
 
