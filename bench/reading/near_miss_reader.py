@@ -69,8 +69,10 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     run = cli(args.home)
-    scored = best_logits(run, args.home, args.data,
-                         items([int(r) for r in args.rounds.split(",")]))
+    cases = items([int(r) for r in args.rounds.split(",")])
+    for name in sorted({case["slice"] for case in cases}):  # ingested once; later runs skip
+        run("ingest", str(slice_path(args.home, args.data, name)), "--quiet", collection=name)
+    scored = best_logits(run, args.home, args.data, cases)
     cited = [s for s in scored if s["best"] is not None]
     report = {"misses": sum(s["kind"] == "miss" for s in scored),
               "controls": sum(s["kind"] == "control" for s in scored),
