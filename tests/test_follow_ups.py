@@ -368,6 +368,50 @@ def test_a_property_no_paper_holds_in_any_words_is_none():
     assert closest.picks == [0] and not closest.worded
 
 
+def test_the_reader_reads_the_property_alone():
+    """The reader is asked for the property without the words that select or point back ("and
+    the gaussian process one?" -> "gaussian process"): "one", "of" or "and" left in the query
+    read every sentence as further from it (bench/reading/select_eval.py, the cross-doc and FP4
+    turns)."""
+    from ragqa.answering.followups import selected
+    from ragqa.models.rerank import cross_encoder
+
+    asked = []
+
+    def read(query, texts):
+        asked.append(query)
+        return cross_encoder().score(query, texts)
+
+    grid = [(p["title"], p["abstract"]) for p in PAPERS if p["id"].startswith("grid-")]
+    for turn, alone in (("and the gaussian process one?", "gaussian process"),
+                        ("Is any of these also evaluated on summarization?",
+                         "evaluated on summarization"),
+                        ("which one is the FP4 one", "FP4")):
+        asked.clear()
+        selected(turn, grid, None, read)
+        assert set(asked) == {alone}, turn
+
+
+def test_every_paper_that_holds_the_property_alike_is_picked():
+    """"Which of them test on MNIST?": the two papers that write it, though the reader prefers
+    one (within READER_TIE of it); the third writes no word of it."""
+    from ragqa.answering.followups import selected
+    from ragqa.models.rerank import cross_encoder
+
+    papers = [("Sparse coding with learned dictionaries",
+               "We learn overcomplete dictionaries with an online method and test on MNIST "
+               "and natural image patches."),
+              ("Pruning convolutional networks",
+               "We prune filters of convolutional networks by their gradient signal. On MNIST "
+               "and CIFAR-10 the pruned networks keep their accuracy with a fifth of the "
+               "weights."),
+              ("Speech recognition with attention",
+               "An attention-based recurrent model transcribes spoken utterances; it is "
+               "evaluated on the Wall Street Journal corpus.")]
+    assert selected("which of them test on MNIST?", papers, None,
+                    cross_encoder().score).picks == [0, 1]
+
+
 def test_a_property_in_everyday_words_holds_in_the_abstracts_words():
     """Neither spiking paper writes "pictures" or "speech"; property_words.tsv knows how
     abstracts put them ("images", "spoken keywords"), so the words alone choose."""

@@ -36,16 +36,18 @@ sys.path.insert(1, str(HERE))
 from blind import shows_a_list  # noqa: E402  (as blind.py judges)
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
-ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 15)}}
+ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 18)}}
 
 
-def select_turns(rounds: list[int]):
+def select_turns(rounds: list[int], split: str = "all"):
     """(chat id, slice, turn, the writer's last list, the topic's papers): a selection
     picks among the papers of the last list, switch or selection of two or more (after a
     selection of one, "which of those …" picks among the list before)."""
     for r in rounds:
         for line in (HERE / ROUNDS[r]).open():
             chat = json.loads(line)
+            if r >= 13 and split != "all" and chat["split"] != split:
+                continue  # rounds 13-17 were split on import (blind.py); 1-12 count whole
             previous: list[str] = []
             topic: set[str] = set()
             for turn in chat["turns"]:
@@ -57,7 +59,7 @@ def select_turns(rounds: list[int]):
                     previous = list(turn["papers"])
 
 
-def shown_turns(rounds: list[int], cases: list[Path]):
+def shown_turns(rounds: list[int], cases: list[Path], split: str = "all"):
     """The same select turns with the papers ragqa showed before each (blind.py --cases)."""
     shown = {}
     for path in cases:
@@ -65,7 +67,7 @@ def shown_turns(rounds: list[int], cases: list[Path]):
             case = json.loads(line)
             if case.get("kind") == "select":
                 shown[(case["chat"], case["say"])] = case["before"]
-    for chat_id, name, turn, _, topic in select_turns(rounds):
+    for chat_id, name, turn, _, topic in select_turns(rounds, split):
         if shown.get((chat_id, turn["say"])):
             yield chat_id, name, turn, shown[(chat_id, turn["say"])], topic
 
@@ -86,6 +88,8 @@ def main() -> int:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rounds", default="1,2")
+    parser.add_argument("--split", choices=("all", "dev", "heldout"), default="all",
+                        help="of rounds 13-17, one half only (blind.py's split)")
     parser.add_argument("--shown", type=Path, nargs="+", help="blind.py --cases output")
     parser.add_argument("--mismatched", action="store_true",
                         help="put each turn to another conversation's list (answer: none)")
@@ -101,7 +105,8 @@ def main() -> int:
 
     settings = load_settings({"RAGQA_HOME": str(args.home), "RAGQA_ENV_FILE": "/nonexistent"})
     rounds = [int(r) for r in args.rounds.split(",")]
-    turns = list(shown_turns(rounds, args.shown) if args.shown else select_turns(rounds))
+    turns = list(shown_turns(rounds, args.shown, args.split) if args.shown
+                 else select_turns(rounds, args.split))
     if args.mismatched:
         turns = list(mismatched_turns(turns))
     papers, indexes = {}, {}
