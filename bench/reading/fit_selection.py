@@ -38,6 +38,8 @@ sys.path.insert(1, str(HERE))
 from facts import DEFAULT_DATA, lists_eval, slice_path  # noqa: E402
 from select_eval import mismatched_turns, select_turns  # noqa: E402
 
+from ragqa.answering.followups import READER_TIE  # noqa: E402
+
 ROUNDS = list(range(1, 18))
 FOLDS = 5
 FLOORS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
@@ -101,14 +103,12 @@ def examples(home: Path, data: Path) -> list[dict]:
     return out
 
 
-def matrix(example: dict, names: tuple[str, ...]) -> np.ndarray:
-    return np.array([[f[k] for k in names] for f in example["features"]], dtype=np.float64)
+def matrix(example: dict) -> np.ndarray:
+    return np.array([[f[k] for k in NAMES] for f in example["features"]], dtype=np.float64)
 
 
-def picks(example: dict, names, weights, bias, floor: float, near: float) -> set[str]:
-    from ragqa.answering.followups import READER_TIE
-
-    values = matrix(example, names) @ weights + bias
+def picks(example: dict, values: np.ndarray, floor: float, near: float) -> set[str]:
+    """The model's picks from its scores of the example's papers (`values`)."""
     top = int(np.argmax(values))
     if 1.0 / (1.0 + np.exp(-values[top])) < floor:
         return set()
@@ -128,8 +128,8 @@ def right(example: dict, picked: set[str]) -> bool:
     return bool(picked & wanted) and not picked & (set(example["topic"]) - wanted)
 
 
-def fit(rows: list[dict], names) -> tuple[np.ndarray, float]:
-    x = np.vstack([matrix(r, names) for r in rows])
+def fit(rows: list[dict]) -> tuple[np.ndarray, float]:
+    x = np.vstack([matrix(r) for r in rows])
     y = np.concatenate([[float(p in r["wanted"]) for p in r["listed"]] for r in rows])
     return lists_eval().fit_logistic(x, y, l2=1.0)  # Newton; the classes weighted alike
 
@@ -149,14 +149,14 @@ def main() -> int:
     grid = {(floor, near): {"writers_lists": 0, "mismatched": 0}
             for floor in FLOORS for near in NEARS}
     for k in range(FOLDS):
-        weights, bias = fit([r for r in rows if fold[r["chat"]] != k], NAMES)
+        weights, bias = fit([r for r in rows if fold[r["chat"]] != k])
         for r in rows:
             if fold[r["chat"]] == k:
+                values = matrix(r) @ weights + bias
                 for (floor, near), tally in grid.items():
-                    tally[kind[r["mismatched"]]] += right(
-                        r, picks(r, NAMES, weights, bias, floor, near))
+                    tally[kind[r["mismatched"]]] += right(r, picks(r, values, floor, near))
     counts = {name: sum(kind[r["mismatched"]] == name for r in rows) for name in rule}
-    weights, bias = fit(rows, NAMES)
+    weights, bias = fit(rows)
     report = {"turns": counts, "rule": rule, "folds": FOLDS,
               "weights_on_all": dict(zip(NAMES, np.round(weights, 4).tolist(), strict=True)),
               "bias_on_all": round(bias, 4),
