@@ -126,3 +126,26 @@ def test_a_question_about_one_paper_is_a_fact_question(question, topic):
     assert not is_list_question(question)
     if topic:
         assert topic_of(question) == topic
+
+
+def test_a_paper_that_builds_on_another_proposes_what_it_names_after():
+    """One detector for what the authors propose (sources.paper.PROPOSES): "we build on X"
+    names prior work, so the contribution sentence and the quoted method are the proposal's."""
+    from ragqa.answering.facts import answer_span
+    from ragqa.sources.paper import contribution_sentence
+
+    abstract = "We build on LoRA, a method for fine-tuning. We propose DoRA-X, which decomposes."
+    assert contribution_sentence(abstract) == "We propose DoRA-X, which decomposes."
+    sentence = "We build on LoRA, and we introduce DoRA-X, which decomposes weights."
+    start, end = answer_span("What does the paper introduce?", sentence)
+    assert sentence[start:end] == "DoRA-X"
+
+
+def test_a_quoted_condition_starts_at_the_condition_not_at_only():
+    """The condition a sentence states and the span quoted for it are one detector
+    (facts._CONDITION): "only" alone ("with only 5% of the labels") is no condition."""
+    from ragqa.answering.facts import answer_span
+
+    sentence = "With only 5% of the labels, it converges when the step size is small, as shown."
+    start, end = answer_span("Under what condition does it converge?", sentence)
+    assert sentence[start:end] == "when the step size is small"

@@ -668,3 +668,52 @@ def test_only_an_announcement_leaves_the_last_papers(turn, kind):
     from ragqa.answering.followups import resolve
 
     assert resolve(turn, ["p1", "p2", "p3"], None).kind == kind
+
+
+def test_the_question_that_listed_the_papers_is_the_topic_a_selection_searches_again():
+    """A selection's topic is the question of the turn that listed its papers: of the latest
+    turns that all hold them (shown or folded), the earliest, past the selections that
+    narrowed them and the turns about one of them."""
+    from ragqa.answering.chat import Session
+
+    session = Session("s", "default", 0.0, [_turn("GAN papers?", ["g"]),
+                                             _turn("ranking models?", ["a", "b"], ("c",)),
+                                             _turn("which of them use pairs?", ["a", "b"]),
+                                             _turn("the second one", ["b"])])
+    assert session.list_topic(["a", "b"]) == "ranking models?"
+    assert session.list_topic(["c"]) == "ranking models?"
+    assert session.list_topic(["g"]) == "GAN papers?"
+    assert session.list_topic(["z"]) == "" and session.list_topic([]) == ""
+
+
+def test_a_selection_no_listed_paper_holds_picks_among_the_other_papers_on_its_topic(chat, home):
+    """Round 16: "any kernel stein discrepancy papers?" showed one paper and folded none; "the
+    one on network data" answered none, while the writer's other paper on the topic tests
+    network data. A selection that no paper of the list, nor of what it narrowed or folded,
+    writes looks among the best papers on the list's topic it has not read, and says so; one
+    that a listed paper writes stays with it."""
+    from ragqa.answering.answer import answer_question
+    from ragqa.answering.followups import Resolution
+    from ragqa.config import load_settings
+    from ragqa.index.store import Store
+    from ragqa.models.encoders import make_encoder
+    from ragqa.retrieval.retriever import Retriever
+
+    listed, _ = chat("Which papers are about speech?", "which one uses AudioSet?")
+    shown = {c["title"]: c["paper_id"] for c in listed["citations"]}
+    assert "AG-REPA" not in shown
+    one = next(iter(shown.values()))
+    settings = load_settings({"RAGQA_HOME": str(home), "RAGQA_ENV_FILE": "/nonexistent"})
+    retriever = Retriever(Store(settings, "default", make_encoder(settings)))
+
+    def select(turn: str, topic: str):
+        referred = Resolution("select", (one,), topic=topic)
+        return answer_question(retriever, turn, query=turn, referred=referred)
+
+    picked = select("which one uses AudioSet?", "Which papers are about speech?")
+    assert [c.title for c in picked.citations] == ["AG-REPA"]
+    assert picked.text.startswith("The paper listed does not; of the other papers on its topic")
+    assert select("which one uses AudioSet?", "").citations == []  # no topic: none of them
+    title = next(t for t, pid in shown.items() if pid == one)
+    kept = select(f"the {title} one", "Which papers are about speech?")
+    assert [c.title for c in kept.citations] == [title]

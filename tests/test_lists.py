@@ -224,6 +224,10 @@ def test_examples_are_sub_queries_and_the_topic_keeps_what_follows_them():
     ("Autophagy declines in aged organisms.", False),
     ("Antibiotic induced alterations in the gut microbiome reduce resistance against "
      "Clostridium difficile", False),
+    # "what about X?" points back only with a word that points at papers shown (REFERS,
+    # ORDINAL): "that" in X's own clause does not, "#2" does
+    ("what about ML that runs on tiny devices, like microcontrollers / IoT", True),
+    ("what about #2?", False),
 ])
 def test_list_questions_are_told_from_claims_and_fact_questions(text, expected):
     assert is_list_question(text) is expected

@@ -71,7 +71,9 @@ MORE_SLICES = {"nips2017": ("nips", 2017), "naacl2024": ("naacl", 2024),
                # the follow-up sets in other languages (issue 46, session 33)
                "uai2023": ("uai", 2023), "corl2024": ("corl", 2024),
                # round 16: chats, near misses and facts (issue 46, session 34)
-               "aistats2021": ("aistats", 2021), "nips2013": ("nips", 2013)}
+               "aistats2021": ("aistats", 2021), "nips2013": ("nips", 2013),
+               # fact round 9 (issue 46, session 37)
+               "nips2014": ("nips", 2014), "aistats2020": ("aistats", 2020)}
 # The blind list set of issue 45 (bench/lists/BLIND_LISTS.md): questions written by a helper
 # that never saw ragqa, on slices no earlier set used; split in halves before any was looked at
 # (blind_half): "calibrate" may tune, "report" is only reported.

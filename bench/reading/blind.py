@@ -3,7 +3,7 @@ questions over NeurIPS 2018 and ACL 2022 written by helpers who never saw ragqa'
 (CHATS_BLIND.md, NEAR_MISSES_BLIND.md beside this file), each case's `split` fixed as it was
 written. Develop on `dev`; measure `heldout` only to report.
 
-    python bench/reading/blind.py --home DIR [--round 1..16] [--split dev|heldout|all]
+    python bench/reading/blind.py --home DIR [--round 1..18] [--split dev|heldout|all]
         [--only chats|near_misses] [--cases]
 
 Round 1 (chats_blind.jsonl, near_misses_blind.jsonl) was developed on (`dev`) and measured
@@ -22,7 +22,8 @@ split by eval.blind_half before anything was run: its `dev` half may be read, it
 half is only reported; so are rounds 14 (COLM 2024 and AISTATS 2025, session 30), 15
 (NAACL 2021 and IJCAI 2021, session 32: CHATS_BLIND15_*.md, NEAR_MISSES_BLIND15.md) and 16
 (NeurIPS 2013 and AISTATS 2021, session 34: CHATS_BLIND16_*.md, NEAR_MISSES_BLIND16.md) and
-17 (ICLR 2018 and WWW 2025, session 35: CHATS_BLIND17_*.md, NEAR_MISSES_BLIND17.md).
+17 (ICLR 2018 and WWW 2025, session 35: CHATS_BLIND17_*.md, NEAR_MISSES_BLIND17.md) and 18
+(NeurIPS 2014 and AISTATS 2020, session 37: CHATS_BLIND18_*.md, NEAR_MISSES_BLIND18.md).
 Rounds 1-12 are development data now.
 
 DIR is a RAGQA_HOME (the slices are ingested into collections named after them once; a home
@@ -34,8 +35,10 @@ a turn is right when:
   one", "which of those two …" picks among the list again; a selection of one paper is no
   list to select among, so after it the list before counts: since session 16) or of the
   papers that list folded below it (counted in the answer, listed by /more: since session 35;
-  `--shown-only` for the rule before), and none of the topic's papers the selection leaves
-  out;
+  `--shown-only` for the rule before), or beyond them a paper of the writer's selection (since
+  session 37: a selection none of the list holds looks among the other papers on its topic;
+  `--listed-only` for the rule before),
+  and none of the topic's papers the selection leaves out;
 - position ("the second one"): its first citation is that paper of the previous answer (of the
   last list shown when the previous answer has no such place: since session 20);
 - about ("what is its accuracy?"): its first citation is a paper referred to (`phrase`: also
@@ -74,7 +77,7 @@ def placed(index: int, before: list[str], shown: list[str]) -> str | None:
 
 
 def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
-               topic: set[str], shown: list[str] = ()) -> bool:
+               topic: set[str], shown: list[str] = (), listed_only: bool = False) -> bool:
     papers = set(expected["papers"])
     if kind == "list":
         return bool(papers & set(cited))
@@ -83,9 +86,12 @@ def turn_right(kind: str, expected: dict, cited: list[str], before: list[str],
         # topic, whose property nobody judged): one with the property, none of the topic's
         # papers without it, nothing from outside the last answer (the papers it showed, and
         # since session 35 those it folded below them: the answer counts them, /more lists
-        # them, and a selection that picks one says it comes from them).
-        return bool(papers & set(cited)) and set(cited) <= set(before) and \
-            not set(cited) & (topic - papers)
+        # them, and a selection that picks one says it comes from them) but the writer's own
+        # (since session 37, a selection none of the list holds looks among the other papers
+        # on its topic, and says so: only a paper the writer chose counts there).
+        beyond = set(cited) - set(before)
+        return bool(papers & set(cited)) and (not beyond if listed_only else beyond <= papers) \
+            and not set(cited) & (topic - papers)
     if kind == "position":
         return bool(cited) and cited[0] == placed(expected["index"], before, shown)
     if kind == "about":
@@ -108,7 +114,8 @@ def shows_a_list(kind: str, papers: list[str]) -> bool:
     return kind in ("list", "switch") or (kind == "select" and len(papers) >= 2)
 
 
-def measure_chats(run, chats: list[dict], show: bool, shown_only: bool = False) -> dict:
+def measure_chats(run, chats: list[dict], show: bool, shown_only: bool = False,
+                  listed_only: bool = False) -> dict:
     right: dict[str, list[float]] = {}
     phrases = []
     for chat in chats:
@@ -123,7 +130,7 @@ def measure_chats(run, chats: list[dict], show: bool, shown_only: bool = False) 
             kind, cited = expected["kind"], cited_ids(answer)
             selectable = shown + ([] if shown_only else tail)
             ok = turn_right(kind, expected, cited, selectable if kind == "select" else before,
-                            topic, shown)
+                            topic, shown, listed_only)
             right.setdefault(kind, []).append(float(ok))
             if kind == "about" and expected.get("phrase"):
                 phrases.append(float(folded(expected["phrase"]) in folded(quotes(answer))))
@@ -173,7 +180,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     parser.add_argument("--only", choices=["chats", "near_misses"])
-    parser.add_argument("--round", type=int, default=1, choices=range(1, 18),
+    parser.add_argument("--round", type=int, default=1, choices=range(1, 19),
                         help="1: chats_blind.jsonl, near_misses_blind.jsonl (split dev/heldout); "
                              "2: chats_blind2.jsonl, near_misses_blind2.jsonl (all heldout); "
                              "3: chats_blind3.jsonl, near_misses_blind3.jsonl (all heldout); "
@@ -187,12 +194,16 @@ def main() -> int:
                              "13: …13.jsonl (ICML 2017 and IJCAI 2020), 14: …14.jsonl (COLM "
                              "2024 and AISTATS 2025), 15: …15.jsonl (NAACL 2021 and IJCAI "
                              "2021), 16: …16.jsonl (NeurIPS 2013 and AISTATS 2021), 17: …17.jsonl "
-                             "(ICLR 2018 and WWW 2025), split by "
+                             "(ICLR 2018 and WWW 2025), 18: …18.jsonl (NeurIPS 2014 and AISTATS "
+                             "2020), split by "
                              "eval.blind_half")
     parser.add_argument("--cases", action="store_true")
     parser.add_argument("--shown-only", action="store_true",
                         help="a selection picks among the papers a list showed only, not among "
                              "those it folded too (the rule before session 35)")
+    parser.add_argument("--listed-only", action="store_true",
+                        help="a selection counts only papers of the last answer (the rule "
+                             "before session 37: not the writer's own papers beyond it)")
     args = parser.parse_args()
     run = cli(args.home)
 
@@ -208,7 +219,7 @@ def main() -> int:
     report: dict = {"split": args.split, "round": args.round}
     if args.only in (None, "chats"):
         report["chats"] = measure_chats(run, chosen(f"chats_blind{suffix}.jsonl"), args.cases,
-                                        args.shown_only)
+                                        args.shown_only, args.listed_only)
     # Rounds 5 and 6 wrote chats only.
     if args.only in (None, "near_misses") and (HERE / f"near_misses_blind{suffix}.jsonl").is_file():
         report["near_misses"] = measure_near_misses(

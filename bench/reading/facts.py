@@ -8,9 +8,10 @@ earlier round used (bench/reading/check_facts.py checks it):
   read, and is development data since;
 - facts2_nips2018, facts2_acl2022 (88): measured once as held out, then read: development data;
 - facts3_nips2018, facts3_acl2022 (88): the held-out set, measured only to report.
-Later rounds (FACTS4.md to FACTS8.md: facts4_* to facts8_*, round 7 on AISTATS 2021 and
-NeurIPS 2013, session 34; round 8 on ICLR 2018 and WWW 2025, session 35) are split in halves
-by eval.blind_half of each id on import: `dev` may be read, `heldout` only reported.
+Later rounds (FACTS4.md to FACTS9.md: facts4_* to facts9_*, round 7 on AISTATS 2021 and
+NeurIPS 2013, session 34; round 8 on ICLR 2018 and WWW 2025, session 35; round 9 on NeurIPS
+2014 and AISTATS 2020, session 37) are split in halves by eval.blind_half of each id on
+import: `dev` may be read, `heldout` only reported.
 
     python bench/reading/facts.py --home DIR [--sets facts3_nips2018,facts3_acl2022]
         [--split all] [--cases]

@@ -39,12 +39,14 @@ BEFORE_LEXICAL_WEIGHT = 2.0
 # `dev` halves of rounds 4-6 (split by eval.blind_half before anything was read; their
 # `heldout` halves are only reported: bench/reading/facts.py --sets facts6_naacl2021,
 # facts6_ijcai2021 --split heldout). Round 3 was held out until session 24; rounds 5 and 6
-# were added in session 32, rounds 7 and 8 (their `dev` halves) in session 35.
+# were added in session 32, rounds 7 and 8 (their `dev` halves) in session 35, round 9's
+# in session 37.
 DEVELOPMENT_SETS = ("facts_nips2018", "facts_acl2022", "facts2_nips2018", "facts2_acl2022",
                     "facts3_nips2018", "facts3_acl2022", "facts4_aistats2024", "facts4_icml2017",
                     "facts5_colm2024", "facts5_aistats2025", "facts6_naacl2021",
                     "facts6_ijcai2021", "facts7_aistats2021", "facts7_nips2013",
-                    "facts8_iclr2018", "facts8_www2025")
+                    "facts8_iclr2018", "facts8_www2025", "facts9_nips2014",
+                    "facts9_aistats2020")
 FIRST_SPLIT_FACT_ROUND = 4
 
 

@@ -36,7 +36,7 @@ sys.path.insert(1, str(HERE))
 from blind import shows_a_list  # noqa: E402  (as blind.py judges)
 from facts import DEFAULT_DATA, slice_path  # noqa: E402
 
-ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 18)}}
+ROUNDS = {1: "chats_blind.jsonl", **{r: f"chats_blind{r}.jsonl" for r in range(2, 19)}}
 
 
 def select_turns(rounds: list[int], split: str = "all"):
@@ -47,7 +47,7 @@ def select_turns(rounds: list[int], split: str = "all"):
         for line in (HERE / ROUNDS[r]).open():
             chat = json.loads(line)
             if r >= 13 and split != "all" and chat["split"] != split:
-                continue  # rounds 13-17 were split on import (blind.py); 1-12 count whole
+                continue  # rounds 13-18 were split on import (blind.py); 1-12 count whole
             previous: list[str] = []
             topic: set[str] = set()
             for turn in chat["turns"]:
@@ -89,7 +89,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rounds", default="1,2")
     parser.add_argument("--split", choices=("all", "dev", "heldout"), default="all",
-                        help="of rounds 13-17, one half only (blind.py's split)")
+                        help="of rounds 13-18, one half only (blind.py's split)")
     parser.add_argument("--shown", type=Path, nargs="+", help="blind.py --cases output")
     parser.add_argument("--mismatched", action="store_true",
                         help="put each turn to another conversation's list (answer: none)")

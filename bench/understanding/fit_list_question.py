@@ -72,9 +72,11 @@ import eval as lists  # noqa: E402  (bench/lists/eval.py)
 HELD_OUT = ("blind-report", "wordings-report", "fresh-report", "round12-report",
             "round13-report", "facts4-report", "wordings2-report", "round14-report",
             "facts5-report", "round15-report", "facts6-report", "round16-report",
-            "facts7-report", "round17-report", "facts8-report")
-# Blind rounds split by eval.blind_half whose calibrate halves are fitted on; round 17 (and
-# fact round 8), written in session 35 to measure that session's changes, never are.
+            "facts7-report", "round17-report", "facts8-report", "round18-report",
+            "facts9-report")
+# Blind rounds split by eval.blind_half whose calibrate halves are fitted on; rounds 17 and 18
+# (and fact rounds 8 and 9), written in sessions 35 and 37 to measure those sessions' changes,
+# never are.
 SPLIT_ROUNDS = ("13", "14", "15", "16")
 SPLIT_FACTS = ("facts4", "facts5", "facts6", "facts7")
 
@@ -125,10 +127,11 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
                          r["question"], 1))
     for path in sorted(glob.glob(str(ROOT / "bench/reading/facts*.jsonl"))):
         # fact rounds 4-7's report halves are issue 46's held-out fact figures: never
-        # fitted on; nor fact round 8
+        # fitted on; nor fact rounds 8 and 9
         stem = Path(path).stem
         rows += [(f"{stem[:6]}-report" if stem.startswith(SPLIT_FACTS)
-                  and lists.blind_half(r["id"]) == "report" or stem.startswith("facts8")
+                  and lists.blind_half(r["id"]) == "report" or stem.startswith(("facts8",
+                                                                                  "facts9"))
                   else stem, r["question"], 0) for r in _records(path)]
     for name in ("list_seeking", "not_list"):
         for r in _records(HERE / "wordings" / f"{name}.jsonl"):
@@ -157,7 +160,7 @@ def labelled(data: Path) -> list[tuple[str, str, int]]:
 def _round_source(stem: str, item_id: str = "") -> str:
     """chats_blind12 / near_misses_blind12: the round kept out of the fit; round 13's report
     half (eval.blind_half of the item's id, issue 46's held-out chats and near misses) too."""
-    if stem.endswith(("blind12", "blind17")):
+    if stem.endswith(("blind12", "blind17", "blind18")):
         return f"round{stem[-2:]}-report"
     for late in SPLIT_ROUNDS:
         if stem.endswith(f"blind{late}") and lists.blind_half(item_id) == "report":

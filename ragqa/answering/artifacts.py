@@ -27,7 +27,16 @@ _CODE_WORDS = r"code|codes|implementation"
 _REPOSITORY = r"github|gitlab|repos?|repositor(?:y|ies)|open[- ]?source[sd]?"
 _RELEASE_WORDS = (r"release[sd]?|releasing|available|public(?:ly)?|download\w*|shared?|"
                   r"accessible|online|publish\w*|provide[sd]?")
-_ASKS_CODE = re.compile(rf"\b(?:{_CODE_WORDS}|{_REPOSITORY})\b", re.I)
+# A word for code, a repository or a release: one detector, each word of one kind (its group).
+_ARTIFACT_WORD = re.compile(rf"\b(?:(?P<code>{_CODE_WORDS})|(?P<repository>{_REPOSITORY})|"
+                            rf"(?P<release>{_RELEASE_WORDS}))\b", re.I)
+
+
+def _names(question: str, *kinds: str) -> bool:
+    """Whether the question writes a word of these kinds ("code", "repository", "release")."""
+    return any(match.group(kind) for match in _ARTIFACT_WORD.finditer(question) for kind in kinds)
+
+
 _CODE_TOPIC = re.compile(
     r"\bcode[- ](?:switch|mix|search|complet|generat|summar|clone|review|smell)|"
     r"\bsource code\s+(?:summar|generat)|\b(?:generat|writ|complet|synthes|summar|translat|"
@@ -42,7 +51,6 @@ _ASKS_RELEASED = re.compile(
     rf"\b(?:{_CODE_WORDS})s?\b[^.?!]{{0,80}}\b(?:{_RELEASE_WORDS})\b"
     rf"|\b(?:{_RELEASE_WORDS})\b[^.?!]{{0,80}}\b(?:{_CODE_WORDS})s?\b"
     rf"|\bwhere\b[^.?!]{{0,30}}\b(?:{_CODE_WORDS}|repo|repository)s?\b", re.I)
-_ARTIFACT_WORDS = re.compile(rf"\b(?:{_CODE_WORDS}|{_REPOSITORY}|{_RELEASE_WORDS})\b", re.I)
 # A turn asking for a new dataset: a verb of making (or "new") a few words before a word for data
 # ("put out new datasets", "release annotated data", "introduce their own dataset").
 _ASKS_DATASET = re.compile(
@@ -88,7 +96,7 @@ def asked_artifact(question: str) -> str | None:
     else None."""
     if _CODE_TOPIC.search(question):
         return DATASET if _ASKS_DATASET.search(question) else None
-    if _ASKS_CODE.search(question) and not _OTHER_CODES.search(question) \
+    if _names(question, "code", "repository") and not _OTHER_CODES.search(question) \
             or _ASKS_RELEASED.search(question) and not _ASKS_DATASET.search(question):
         return CODE
     if _ASKS_DATASET.search(question):
@@ -102,7 +110,6 @@ def asked_artifact(question: str) -> str | None:
 # ("is there code?"); never code as its subject ("How does CodeT5 do on summarizing source
 # code?", "… code model outputs …").
 _CODE_LAST = re.compile(r"\b(?:code|codes|implementations?)\W*$", re.I)
-_ASKS_REPOSITORY = re.compile(rf"\b(?:{_REPOSITORY})\b", re.I)
 _MODEL_RELEASED = re.compile(r"\b(?:models?|tools?|weights)\b[^.?!]{0,80}\b(?:released?|"
                              r"public(?:ly)? available|downloadable|open[- ]?sourced?)\b", re.I)
 # A question of this many words at most that ends in "code" asks for nothing else.
@@ -114,7 +121,7 @@ def asks_whether_released(question: str) -> bool:
     if _CODE_TOPIC.search(question):
         return False
     short = len(question.split()) <= SHORT_QUESTION_WORDS and _CODE_LAST.search(question)
-    return bool(_ASKS_RELEASED.search(question) or _ASKS_REPOSITORY.search(question)
+    return bool(_ASKS_RELEASED.search(question) or _names(question, "repository")
                 or _MODEL_RELEASED.search(question) or short)
 
 
@@ -124,7 +131,7 @@ def without_artifact(question: str) -> str:
     shown, never for a topic of their own."""
     artifact = asked_artifact(question)
     if artifact == CODE:
-        return _ARTIFACT_WORDS.sub(" ", question)
+        return _ARTIFACT_WORD.sub(" ", question)
     if artifact == DATASET:
         return _ASKS_DATASET.sub(" ", question)
     return question

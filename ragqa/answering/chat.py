@@ -23,9 +23,6 @@ from typing import TYPE_CHECKING
 
 from ragqa.answering.answer import Answer, Citation, answer_question, quote_lines
 from ragqa.answering.followups import (
-    PLACE_BY_NUMBER,
-    PLURAL_REF,
-    SINGULAR_REF,
     ZH_ORDINAL,
     Resolution,
     content_terms,
@@ -37,7 +34,7 @@ from ragqa.answering.messages import joined, message, shown_topic
 from ragqa.errors import UserError
 from ragqa.models.language import detect_language
 from ragqa.prompts import load_prompt
-from ragqa.retrieval.question import ORDINAL_WORDS, topic_of
+from ragqa.retrieval.question import ORDINAL, PLURAL_REF, SINGULAR_REF, topic_of
 from ragqa.screening.feedback import refine
 from ragqa.screening.screen import Progress
 from ragqa.sources.export import reference_link
@@ -51,8 +48,8 @@ if TYPE_CHECKING:
 
 # How the offline standalone question names the papers in their place (followups.py decides
 # what a turn refers to).
-_ORDINAL = re.compile(r"\bthe (?:" + ORDINAL_WORDS + r")(?: (?:one|paper|of them|of these|of "
-                      r"those))?\b|" + PLACE_BY_NUMBER, re.I)
+# (the place: question.ORDINAL, with its "the" and the noun after it: "the second one")
+_PLACE_NOUNS = (" one", " paper", " of them", " of these", " of those")
 _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|those)|ones?)\s+",
                     re.I)
 # The same in Chinese: "它们是如何表示张量的？", "这篇论文提出了什么？", "第一篇用了什么数据？",
@@ -132,6 +129,20 @@ class Session:
                           if p.get("tier") == "tail" and not p.get("excluded")]
                 return tuple(folded[:FOLDED_SELECTED])
         return ()
+
+    def list_topic(self, papers: Sequence[str]) -> str:
+        """The question that listed `papers`: of the latest turns whose answers all hold them
+        (its papers shown or folded; a selection's narrowing included), the earliest. What a
+        selection none of those papers holds searches again ("the one on network data" after
+        "any kernel stein discrepancy papers?" showed one paper; round 16's dev half)."""
+        chosen, topic = set(papers), ""
+        for turn in reversed(self.turns):
+            held = {*turn.cited_ids, *(p["paper_id"] for p in turn.answer.get("papers", []))}
+            if chosen and chosen <= held:
+                topic = turn.standalone
+            elif topic:
+                break
+        return topic
 
     def title_of(self, paper_id: str) -> str:
         for turn in reversed(self.turns):
@@ -283,7 +294,8 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
         # (not when the turn points at them: "does either of those two …" means those two;
         # "the one with …" points at none)
         return replace(resolution, wider=session.list_narrowed(resolution.papers),
-                       folded=session.folded_below(resolution.papers))
+                       folded=session.folded_below(resolution.papers),
+                       topic=session.list_topic(resolution.papers))
     place = resolution.place if resolution.place is not None else \
         list_place(question) if resolution.kind != "leave" else None
     if place is None or -len(cited) <= place < len(cited) or resolution.selecting:
@@ -306,6 +318,21 @@ def strip_references(question: str) -> str:
     return text if len(text) >= 3 else question
 
 
+def _place_span(question: str) -> tuple[int, int] | None:
+    """Where a turn names a place in the last list, with its "the" and its noun ("what does
+    the second one propose?" -> "the second one"), or None."""
+    match = ORDINAL.search(question)
+    if not match:
+        return None
+    start, end = match.span()
+    if question[:start].lower().endswith("the "):
+        start -= len("the ")
+    after = question[end:].lower()
+    noun = next((n for n in _PLACE_NOUNS if after.startswith(n)
+                 and not after[len(n):len(n) + 1].isalnum()), "")
+    return start, end + len(noun)
+
+
 def offline_standalone(question: str, session: Session, papers: list[str]) -> str:
     """Spell out the papers a follow-up refers to, so the question reads alone (in the
     follow-up's language: the frame comes from the message catalogue, the titles as written)."""
@@ -313,15 +340,20 @@ def offline_standalone(question: str, session: Session, papers: list[str]) -> st
     names = [session.title_of(pid) for pid in papers]
     subject = message("chat.one_paper" if len(names) == 1 else "chat.papers", language,
                       names=joined(names, language))
-    frame, ordinal, plural, singular = (_FRAME, _ORDINAL, PLURAL_REF, SINGULAR_REF) \
-        if language != "Chinese" else (_ZH_FRAME, ZH_ORDINAL, _ZH_PLURAL_REF, _ZH_SINGULAR_REF)
+    chinese = language == "Chinese"
+    frame, plural, singular = (_ZH_FRAME, _ZH_PLURAL_REF, _ZH_SINGULAR_REF) if chinese \
+        else (_FRAME, PLURAL_REF, SINGULAR_REF)
     rest = frame.sub("", question)
     if rest != question:  # "Which of them uses X?" -> "Which of the papers A and B uses X?"
         return message("chat.which_of", language, subject=subject, rest=rest)
     # Chinese sets Latin names apart from the characters that follow them: "论文 CEITNet 提出了…"
     spaced = (lambda m: subject if m.end() == len(m.string) or not m.string[m.end()].isalnum()
-              else subject + " ") if language == "Chinese" else (lambda m: subject)
-    replaced = ordinal.sub(spaced, question)
+              else subject + " ") if chinese else (lambda m: subject)
+    if chinese:
+        replaced = ZH_ORDINAL.sub(spaced, question)
+    else:
+        start, end = _place_span(question) or (0, 0)
+        replaced = question[:start] + subject + question[end:] if end else question
     if replaced == question:
         replaced = plural.sub(spaced, question, count=1)
     if replaced == question:

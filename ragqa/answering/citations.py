@@ -22,19 +22,18 @@ _LABEL = r"(?:sources?|papers?|docs?|documents?|refs?|references?|abstracts?|art
 # "Source 1, Source 3": a label may precede every number of a group
 _LABELLED_GROUP = (r"\d{1,6}(?:\s*[-–]\s*\d{1,6})?(?:\s*(?:,|;|and|&)\s*(?:" + _LABEL
                    + r"\s*[:#]?\s*)?\d{1,6}(?:\s*[-–]\s*\d{1,6})?)*")
-# [Source 1], [Paper 2], [Sources 1, 3], [source: 2], [S1], [1†source], [1†L3-L5], [#2]
+# A labelled citation in any bracket (its group of numbers: the one group that matched):
+# [Source 1], [Paper 2], [Sources 1, 3], [source: 2], [S1], [1†source], [1†L3-L5], [#2];
+# 【1】, 【1†source】, 【Source 1】; (Source 1), (Papers 1 and 3), (see source 2).
 _LABELLED = re.compile(r"\[\s*(?:" + _LABEL + r"\s*[:#]?\s*|#\s*)?(" + _LABELLED_GROUP
-                       + r")\s*(?:†[^\]\n]*)?\]", re.IGNORECASE)
-# 【1】, 【1†source】, 【Source 1】
-_LENTICULAR = re.compile(r"【\s*(?:" + _LABEL + r"\s*[:#]?\s*)?(" + _LABELLED_GROUP
-                         + r")\s*(?:†[^】\n]*)?】", re.IGNORECASE)
+                       + r")\s*(?:†[^\]\n]*)?\]"
+                       r"|【\s*(?:" + _LABEL + r"\s*[:#]?\s*)?(" + _LABELLED_GROUP
+                       + r")\s*(?:†[^】\n]*)?】"
+                       r"|\(\s*(?:see\s+)?" + _LABEL + r"\s*[:#]?\s*(" + _LABELLED_GROUP
+                       + r")\s*\)", re.IGNORECASE)
 # [^1] footnote marks (the footnote definitions "[^1]: ..." are a references list)
 _FOOTNOTE = re.compile(r"\[\^\s*(\d{1,6})\s*\]")
 _FOOTNOTE_DEFINITION = re.compile(r"^\s*\[\^\s*\d{1,6}\s*\]\s*:.*$", re.MULTILINE)
-# (Source 1), (Papers 1 and 3), (see source 2)
-_LABELLED_PAREN = re.compile(r"\(\s*(?:see\s+)?" + _LABEL + r"\s*[:#]?\s*(" + _LABELLED_GROUP
-                             + r")\s*\)",
-                             re.IGNORECASE)
 # "... speech. Sources: 1, 3" / "(Sources: [1], [3])" / "Source: 2" after a claim, on its line
 # (each number whole, one way to read each gap: no catastrophic backtracking)
 _SOURCE_NUMBER = r"\[?\d{1,6}(?!\d)\]?"
@@ -148,10 +147,8 @@ def normalise_citations(text: str, sources: int) -> str:
     groups merged (`[1][2]` -> `[1, 2]`), and its own references list removed. `sources` is
     how many sources the prompt numbered (a bare `(n)` beyond it is no citation)."""
     text = remove_model_references(text)
-    text = _LENTICULAR.sub(lambda m: _bracket(m.group(1)), text)
     text = _FOOTNOTE.sub(lambda m: f"[{m.group(1)}]", text)
-    text = _LABELLED.sub(lambda m: _bracket(m.group(1)), text)
-    text = _LABELLED_PAREN.sub(lambda m: _bracket(m.group(1)), text)
+    text = _LABELLED.sub(lambda m: _bracket(next(g for g in m.groups() if g)), text)
     text = _TRAILING_SOURCES.sub(lambda m: _bracket(", ".join(map(str, _numbers(m.group(1))))),
                                  text)
     text = _bare_citations(text, sources)

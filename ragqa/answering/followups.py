@@ -49,32 +49,16 @@ from ragqa.retrieval.kinds import (
 )
 from ragqa.retrieval.question import (
     ANNOUNCES,
+    ORDINAL,
     ORDINAL_WORDS,
+    ORDINALS,
+    REFERS,
     without_excluded,
 )
 from ragqa.text import split_sentences
 
 if TYPE_CHECKING:
     from ragqa.index.lexical import LexicalIndex
-
-# Words that point back at the last answer's papers: pronouns, "this paper", a definite noun
-# for what a paper has ("what's the task exactly", "how many models had the problem"), and a
-# fragment that continues the last question ("on what kind of graphs?").
-REFERS = re.compile(
-    r"\b(?:them|they|these|those|their|theirs|it|its|either|neither|both|the latter|"
-    r"the former|(?:this|that|the) (?:paper|work|one|method|model|approach|study|system)|"
-    r"the above|of the above|the (?:problem|task|fix|trick|idea|setup|setting|dataset|data set|"
-    r"benchmark|results?|experiments?|authors?|findings?|architecture|algorithm|framework|"
-    r"objective|loss|evaluation|baselines?|(?:main |key |big )?(?:takeaway|point|upshot|"
-    r"bottom line|gist))(?! of\b))\b"
-    r"|\b(?:about|behind|of|on|for|with|in|from)\s+(?:that|this)\s*[?.!]*\s*$"
-    r"|^\s*(?:and\s+)?(?:on|in|for|with|from|against|by|over|at)\s+(?:what|which|how)\b",
-    re.IGNORECASE)
-# "it", "its", "this paper" point at one paper; "them", "they", "these", "those" at all the
-# papers the last answer cited.
-PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
-SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
-                          r"work|one|method|model)|the paper)\b", re.I)
 
 # A turn that picks among them: "Which one …", "Which of them …", "Does either …", "Is any of
 # these …", "Do any …", "the one with …", "the RL one?", "the contrastive learning ones", "any
@@ -104,24 +88,6 @@ SELECTS = re.compile(
     r"(?:one|ones)\b"
     r"(?!\s+(?:of|about)\b))",
     re.IGNORECASE)
-# "the second one", "the last paper", "the latter", "the 2nd do", "#2", "[3]", "number two":
-# a place in the last answer's list (its citation numbers). Not "first-order" or "the second
-# moment": an ordinal word is followed by a word for a paper, a verb or the sentence's end.
-# "#2", "[3]", "number two", "paper 2": a place by its number (the one group: the number).
-PLACE_BY_NUMBER = r"(?:\[|#|\bno\.\s?|\bnumber\s+|\bpaper\s+|\bitem\s+)(\d|one|two|three|" \
-    r"four|five|six)\b\]?"
-ORDINAL = re.compile(
-    r"\b(" + ORDINAL_WORDS + r")\b"
-    r"(?=\s+(?:one|paper|work|of|study|article|entry|result)\b|\s*[?.!,;:]|\s+[—–-]\s|$"
-    r"|\s+(?:do|does|did|is|was|say|says|propose|proposes|use|uses|about|show|shows|find|finds|"
-    r"achieve|achieves|report|reports|introduce|introduces|present|presents|have|has|cover|"
-    r"covers|evaluate|evaluates|handle|handles|mean|means|focus|focuses)\b)"
-    r"|" + PLACE_BY_NUMBER,
-    re.IGNORECASE)
-ORDINALS = {"first": 0, "former": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4,
-            "sixth": 5, "last": -1, "latter": -1, "1st": 0, "2nd": 1, "3rd": 2, "4th": 3,
-            "5th": 4, "6th": 5, "one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "six": 5}
-
 
 # Places a turn the model reads as naming one may say in words list_place does not read ("3rd
 # pls", "the middle one", "the one at the top", "the final entry"; the follow-up wordings sets'
@@ -186,13 +152,15 @@ class Resolution:
     them in. A selection among papers an earlier selection narrowed also carries the list it
     narrowed (`wider`): what "the LoRA one?" picks from when none of the narrowed papers
     holds LoRA; and a selection among a list's papers, the ones that list folded below them
-    (`folded`): where it looks next."""
+    (`folded`): where it looks next; and the question that listed them (`topic`), whose other
+    papers it looks among last ("the one on network data" after a list of one paper)."""
 
     kind: str
     papers: tuple[str, ...] = ()
     place: int | None = None
     wider: tuple[str, ...] = ()
     folded: tuple[str, ...] = ()
+    topic: str = ""
 
     @property
     def selecting(self) -> bool:

@@ -61,6 +61,11 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                                          "it:",
                                   "other": "None of the {count} papers shown does; of the papers "
                                            "folded below them:"},
+        # …made from the other papers on the list's topic (the list's question searched again).
+        "answer.widened_topic": {"one": "The paper listed does not; of the other papers on its "
+                                        "topic:",
+                                 "other": "None of the {count} papers listed does; of the other "
+                                          "papers on their topic:"},
         "answer.closest_referred": "None of the papers it refers to writes “{topic}” in those "
                                    "words; the one that reads closest:",
         "answer.abstained": "None of the retrieved papers answers this question: the model found "
@@ -188,6 +193,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
                                      "也没有给出获取方式）。",
         "answer.widened": {"other": "上一个回答中的 {count} 篇论文都不符合；在此前的列表中："},
         "answer.widened_folded": {"other": "列出的 {count} 篇论文都不符合；在其下折叠的论文中："},
+        "answer.widened_topic": {
+            "other": "列出的 {count} 篇论文都不符合；在同一主题的其他论文中："},
         "answer.closest_referred": "所指的论文中，没有一篇直接写到“{topic}”；读来最接近的是：",
         "answer.abstained": "检索到的论文都无法回答这个问题：模型在其中找不到能支持回答的内容。",
         "answer.cited_nothing": "模型的回答没有引用任何检索到的论文，这些论文中也没有句子支持它，"

@@ -435,6 +435,43 @@ ANNOUNCES = re.compile(r"\b" + ANNOUNCEMENT + r"\b|\bother\s+(?:topic|subject)s?
 # The words for a place in a list ("the second one", "the latter"): one vocabulary for every
 # pattern that reads a place (here and answering/followups.py, answering/chat.py).
 ORDINAL_WORDS = "first|second|third|fourth|fifth|sixth|last|latter|former|1st|2nd|3rd|4th|5th|6th"
+
+# Words that point back at the last answer's papers: pronouns, "this paper", a definite noun
+# for what a paper has ("what's the task exactly", "how many models had the problem"), and a
+# fragment that continues the last question ("on what kind of graphs?").
+REFERS = re.compile(
+    r"\b(?:them|they|these|those|their|theirs|it|its|either|neither|both|the latter|"
+    r"the former|(?:this|that|the) (?:paper|work|one|method|model|approach|study|system)|"
+    r"the above|of the above|the (?:problem|task|fix|trick|idea|setup|setting|dataset|data set|"
+    r"benchmark|results?|experiments?|authors?|findings?|architecture|algorithm|framework|"
+    r"objective|loss|evaluation|baselines?|(?:main |key |big )?(?:takeaway|point|upshot|"
+    r"bottom line|gist))(?! of\b))\b"
+    r"|\b(?:about|behind|of|on|for|with|in|from)\s+(?:that|this)\s*[?.!]*\s*$"
+    r"|^\s*(?:and\s+)?(?:on|in|for|with|from|against|by|over|at)\s+(?:what|which|how)\b",
+    re.IGNORECASE)
+# "it", "its", "this paper" point at one paper; "them", "they", "these", "those" at all the
+# papers the last answer cited.
+PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
+SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
+                          r"work|one|method|model)|the paper)\b", re.I)
+
+# "the second one", "the last paper", "the latter", "the 2nd do", "#2", "[3]", "number two":
+# a place in the last answer's list (its citation numbers). Not "first-order" or "the second
+# moment": an ordinal word is followed by a word for a paper, a verb or the sentence's end.
+# "#2", "[3]", "number two", "paper 2": a place by its number (the one group: the number).
+PLACE_BY_NUMBER = r"(?:\[|#|\bno\.\s?|\bnumber\s+|\bpaper\s+|\bitem\s+)(\d|one|two|three|" \
+    r"four|five|six)\b\]?"
+ORDINAL = re.compile(
+    r"\b(" + ORDINAL_WORDS + r")\b"
+    r"(?=\s+(?:one|paper|work|of|study|article|entry|result)\b|\s*[?.!,;:]|\s+[—–-]\s|$"
+    r"|\s+(?:do|does|did|is|was|say|says|propose|proposes|use|uses|about|show|shows|find|finds|"
+    r"achieve|achieves|report|reports|introduce|introduces|present|presents|have|has|cover|"
+    r"covers|evaluate|evaluates|handle|handles|mean|means|focus|focuses)\b)"
+    r"|" + PLACE_BY_NUMBER,
+    re.IGNORECASE)
+ORDINALS = {"first": 0, "former": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4,
+            "sixth": 5, "last": -1, "latter": -1, "1st": 0, "2nd": 1, "3rd": 2, "4th": 3,
+            "5th": 4, "6th": 5, "one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "six": 5}
 # A chat's lead-in to a new topic, before the question proper: "OK, separate question: …",
 # "Now, which papers …", "And X?", "cool. different q - X?" (an acknowledgement, "next",
 # "then" or any announcement only before a mark: "great apes", "next token prediction",
@@ -455,9 +492,8 @@ _CHAT_LEAD = re.compile(
     + r")(?:\s*[,:;.!—–]+|\s+-+)\s*)+", re.IGNORECASE)
 # "What about X?" asks for X what the chat asked before; offline, that is papers on X.
 _WHAT_ABOUT = re.compile(r"^\W*(?:what|how) about\b\s*", re.IGNORECASE)
-# …unless X points back at papers already shown ("what about its mAP?", "how about the first").
-_POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|these|those|this|that|either|both|"
-                          r"the (?:" + ORDINAL_WORDS + r"))\b", re.IGNORECASE)
+# …unless X points back at papers already shown ("what about its mAP?", "how about the first",
+# "what about #2"): REFERS or ORDINAL below.
 
 
 def without_chat_lead(question: str) -> tuple[str, bool]:
@@ -477,7 +513,7 @@ def is_list_question(question: str) -> bool:
     if _ONE_PAPER.search(question):
         return False
     bare, what_about = without_chat_lead(question)
-    if what_about and _POINTS_BACK.search(bare):  # "how about those?": the papers shown
+    if what_about and (REFERS.search(bare) or ORDINAL.search(bare)):  # "how about those?"
         return False
     return list_question_model().decides(question)
 
