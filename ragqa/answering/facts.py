@@ -363,8 +363,9 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
             most = max(names, key=lambda m: m.group(0).count(",") + m.group(0).count(" and "))
             return most.start(), most.end()
     for kind, states in (("condition", _CONDITION), ("assumption", _ASSUMES)):
-        if kind in kinds and (match := states.search(sentence)):
-            return match.start(), _SPAN_CLAUSE.match(sentence, match.end()).end()
+        if kind in kinds and (match := states.search(sentence)):  # (a bold span ends in a word)
+            return match.start(), len(sentence[:_SPAN_CLAUSE.match(sentence, match.end()).end()]
+                                      .rstrip())
     if "method" in kinds and (match := PROPOSES.search(sentence)):
         method = _SPAN_CLAUSE.match(sentence, match.end())
         if method.group(0).strip():
