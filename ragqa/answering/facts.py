@@ -363,11 +363,15 @@ def answer_span(question: str, sentence: str) -> tuple[int, int] | None:
             most = max(names, key=lambda m: m.group(0).count(",") + m.group(0).count(" and "))
             return most.start(), most.end()
     for kind, states in (("condition", _CONDITION), ("assumption", _ASSUMES)):
-        if kind in kinds and (match := states.search(sentence)):  # (a bold span ends in a word)
-            return match.start(), len(sentence[:_SPAN_CLAUSE.match(sentence, match.end()).end()]
-                                      .rstrip())
-    if "method" in kinds and (match := PROPOSES.search(sentence)):
-        method = _SPAN_CLAUSE.match(sentence, match.end())
-        if method.group(0).strip():
-            return method.start(), method.start() + len(method.group(0).rstrip())
+        if kind in kinds and (match := states.search(sentence)):
+            return match.start(), _clause_end(sentence, match.end())
+    if "method" in kinds and (match := PROPOSES.search(sentence)) \
+            and (end := _clause_end(sentence, match.end())) > match.end():
+        return match.end(), end
     return None
+
+
+def _clause_end(sentence: str, start: int) -> int:
+    """Where the clause going on from `start` ends: after its last word (a bold span with a
+    space inside it renders as text)."""
+    return len(sentence[:_SPAN_CLAUSE.match(sentence, start).end()].rstrip())
