@@ -8,6 +8,7 @@ import json
 from ragqa.sources import read_sources
 
 from .conftest import FULL_DUPLEX, SEEDS
+from .helpers import DOUBTED
 
 
 def _search(ragqa, *args: str) -> dict:
@@ -42,9 +43,9 @@ def test_question_no_paper_covers_returns_none(seeded):
 
 
 def test_a_doubted_topic_lists_no_core_and_folds_its_papers(seeded):
-    payload = _search(seeded, "Which papers study autonomous driving?")
+    payload = _search(seeded, DOUBTED)
     assert payload["results"] and {r["tier"] for r in payload["results"]} == {"tail"}
-    text = " ".join(seeded("search", "Which papers study autonomous driving?").stdout.split())
+    text = " ".join(seeded("search", DOUBTED).stdout.split())
     assert "No paper in this collection (29 papers) is clearly about" in text
     assert f"{len(payload['results'])} more, less certain" in text
 

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from .conftest import FULL_DUPLEX
+from .helpers import DOUBTED, DOUBTED_TOPIC
 from .helpers.serve import serving_copy
 
 
@@ -114,9 +115,9 @@ def test_every_server_face_carries_the_tiers(served, seeded):
 
 @pytest.mark.server
 def test_every_server_face_folds_a_doubted_topic(served, seeded):
-    """A topic the list decision doubts ("autonomous driving" over the seeds): no paper is the
+    """A topic the list decision doubts (DOUBTED over the seeds): no paper is the
     answer in any face, its papers are all tail, folded, and unfolded on request."""
-    question = "Which papers study autonomous driving?"
+    question = DOUBTED
     cli = _json(seeded("ask", question, "--json"))
     core, tail = _tiers(cli)
     assert not core and tail
@@ -130,14 +131,14 @@ def test_every_server_face_folds_a_doubted_topic(served, seeded):
         "model": "ragqa-default", "messages": [{"role": "user", "content": question}]})
     message = v1.json()["choices"][0]["message"]["content"]
     content = " ".join(message.split())
-    assert f"is clearly about “autonomous driving”; {len(tail)} may address it" in content
+    assert f"is clearly about “{DOUBTED_TOPIC}”; {len(tail)} may address it" in content
     assert all(f"id {paper_id})" in message for paper_id in tail)  # listed, not a dead end
 
 
 def test_chat_after_a_doubted_topic_unfolds_and_marks_say_how(seeded):
-    result = seeded("chat", input="Which papers study autonomous driving?\n/more 1\n/more\n")
+    result = seeded("chat", input=f"{DOUBTED}\n/more 1\n/more\n")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    assert "is clearly about “autonomous driving”" in text
+    assert f"is clearly about “{DOUBTED_TOPIC}”" in text
     assert "the last answer folded all its papers: /more alone lists them" in text
     assert "Less certain," in text and "[1]" in text  # /more alone lists them, numbered

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import FULL_DUPLEX, Ragqa
+from .helpers import DOUBTED  # the list decision doubts it: all tail
 from .helpers.llm_server import Reply, prompt_of
 
 pytestmark = pytest.mark.server
@@ -398,7 +399,6 @@ def test_a_follow_up_continues_the_same_chat_session(server, browser, web_home):
 # ---------------------------------------------------------------- Papers and Summary
 
 
-DOUBTED = "Which papers study autonomous driving?"  # the list decision doubts it: all tail
 
 
 def test_papers_are_listed_and_searched_and_open_in_the_panel(server, browser):

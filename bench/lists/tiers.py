@@ -63,14 +63,13 @@ def decided(retriever, q: lists.Question
     decide.decide_list would still put in the core (they state a short topic), else None (a
     doubted topic's candidates are its tail: nothing is core but those); and the gate's topic
     probability (None when a name rule silenced the question before the gate)."""
-    from ragqa.retrieval.decide import names_absent_name, names_unknown_subject
+    from ragqa.retrieval.decide import names_absent_subject
     from ragqa.retrieval.fitted import LIST_MODEL
 
     model = replace(LIST_MODEL, threshold=float(GRID[0]), core_model=None)
     hits = retriever.search(q.text, cut=False, sentences=False, rule=LIST_MODEL).hits
     ranked = LIST_MODEL.rank(list(hits))
-    if (names_unknown_subject(retriever.lexical, q.text)
-            or names_absent_name(retriever.lexical, q.text)):
+    if names_absent_subject(retriever.lexical, q.text):
         return [], None, None
     listed = retriever.decide_list(q.text, hits, model)
     topic = LIST_MODEL.topic_probability(ranked)

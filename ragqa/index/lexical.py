@@ -57,6 +57,7 @@ MAX_CORRECTED_STEM = 24
 # "Hamiltonian Monte Carlo"), and a chat's selection reads a paper writing either as holding
 # both. One that is also an English word ("GAN", "MAP") only when written in capitals.
 ACRONYMS_FILE = DATA_DIR / "ml_acronyms.tsv"
+PHRASES_FILE = DATA_DIR / "ml_phrases.tsv"
 # Papers whose terms a snapshot keeps for query expansion (~1 KB each), then it starts again.
 MAX_KEPT_TERMS = 20_000
 # Query words that say "find papers" rather than what to find. Removed from the lexical query
@@ -113,6 +114,9 @@ _DASHES = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": 
 MAX_PHRASE_CANDIDATES = 5_000
 # What ends a run of words for a phrase: any punctuation mark but the hyphen.
 _PUNCTUATION = re.compile(r"[^\w\s-]+")
+# Papers holding the rest of a one-letter compound written joined ("kmeans": "mean") read for
+# it written with its letter and a hyphen ("k-means": `LexicalIndex._letter_compound`).
+MAX_LETTER_COMPOUND_PAPERS = 500
 # Phrases whose papers a snapshot keeps (a few KB each), then it starts again.
 MAX_KEPT_PHRASES = 1_000
 # Papers read from SQLite at once (below its default limit of variables in one statement).
@@ -134,7 +138,8 @@ def _stopwords() -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _query_stopwords() -> frozenset[str]:
+def query_stopwords() -> frozenset[str]:
+    """QUERY_STOPWORDS as terms."""
     return frozenset(_stemmer().stemWords(sorted(QUERY_STOPWORDS)))
 
 
@@ -145,7 +150,7 @@ def terms(text: str, query: bool = False) -> list[str]:
     words = [w for w in _WORD.findall(text.lower()) if w not in stop]
     stems = _stemmer().stemWords(words)
     if query:
-        kept = [t for t in stems if t not in _query_stopwords()]
+        kept = [t for t in stems if t not in query_stopwords()]
         return kept or stems
     return stems
 
@@ -216,6 +221,7 @@ class LexicalIndex:
         # A phrase term's (rows, BM25 scores), found once per snapshot (see _phrase_postings).
         self._phrases: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._corrections: dict[str, list[str]] = {}  # a typo's word (`_correction`)
+        self._loose_phrases: dict[str, bool] = {}  # a term written loosely (`writes_phrase`)
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -365,7 +371,21 @@ class LexicalIndex:
         written = written or Written()
         return self._extensions(stem) \
             or (self._long_forms_written(stem) if stem in written.abbreviations else []) \
-            or (self._correction(stem) if stem in written.typos else []) or [stem]
+            or (self._correction(stem) if stem in written.typos else []) \
+            or self._letter_compound(stem) or [stem]
+
+    def _letter_compound(self, stem: str) -> list[str]:
+        """The word of a one-letter compound written joined ("kmeans", "tsne"): papers write
+        "k-means" and "t-SNE", whose letter no term keeps (terms are two letters or more), so
+        "kmean" is no paper's term, "mean" is. The rest's term, when papers write the
+        letter, a hyphen and the rest; else none."""
+        rest = stem[1:]
+        if len(stem) < 4 or not stem[0].isalpha() or not self._df(rest):
+            return []
+        written = re.compile(rf"(?<![\w-]){re.escape(stem[0])}-{re.escape(rest)}", re.IGNORECASE)
+        rows = self._postings(rest)[0][:MAX_LETTER_COMPOUND_PAPERS]
+        papers = self.papers_by_index([int(r) for r in rows])
+        return [rest] if any(written.search(paper_document(p)) for p in papers) else []
 
     def _long_forms_written(self, stem: str) -> list[str]:
         """The long forms of the abbreviation `stem` (ACRONYMS_FILE) that papers write, as
@@ -390,6 +410,58 @@ class LexicalIndex:
                 self._corrections.clear()
             self._corrections[stem] = sorted(found, key=lambda w: (-self._df(w), w))[:1]
         return self._corrections[stem]
+
+    def writes_phrase(self, phrase: str, loosely: bool = False) -> bool:
+        """Whether a paper writes the phrase term's words in a row, stop words aside, with no
+        punctuation mark between them (as `_phrase_postings` finds them); `loosely`, each word
+        also as a word that extends it or that it extends (`_variants`: "batch norm" is
+        written where papers write "batch normalization", "conformal prediction" where they
+        write "conformal predictors"). A phrase whose words too many papers share to read
+        them all counts as written."""
+        parts = phrase.split(" ")
+        if self._too_common([{p} for p in parts]) or self._df(phrase):
+            return True
+        if not loosely:
+            return False
+        if phrase not in self._loose_phrases:
+            if len(self._loose_phrases) > MAX_KEPT_PHRASES:
+                self._loose_phrases.clear()
+            variants = [self._variants(p) for p in parts]
+            self._loose_phrases[phrase] = self._too_common(variants) or any(
+                all(line[i + k] in variants[k] for k in range(len(parts)))
+                for lines in self._lines_of(self._holding_all(variants)) for line in lines
+                for i in range(len(line) - len(parts) + 1))
+        return self._loose_phrases[phrase]
+
+    def _holding_all(self, variants: list[set[str]]) -> np.ndarray:
+        """The rows that hold a word of every group."""
+        return functools.reduce(np.intersect1d, [
+            np.unique(np.concatenate([self._postings(v)[0] for v in group]))
+            for group in variants])
+
+    def _too_common(self, variants: list[set[str]]) -> bool:
+        return len(self._holding_all(variants)) > MAX_PHRASE_CANDIDATES
+
+    def _variants(self, stem: str) -> set[str]:
+        """The stem and the collection's words that extend it by at most MAX_EXTENSION
+        letters or that it extends by as many ("norm": "normal"; "predictor": "predict"),
+        from MIN_EXTENDED_STEM - 1 letters on."""
+        found = {stem}
+        if not self._bm25 or len(stem) < MIN_EXTENDED_STEM - 1:
+            return found
+        if self._vocabulary is None:
+            self._vocabulary = sorted(self._bm25.vocab_dict)
+        start = bisect.bisect_left(self._vocabulary, stem)
+        for word in self._vocabulary[start:start + 200]:
+            if not word.startswith(stem):
+                break
+            if len(word) - len(stem) <= MAX_EXTENSION:
+                found.add(word)
+        for cut in range(1, MAX_EXTENSION + 1):
+            shorter = stem[:-cut]
+            if len(shorter) >= MIN_EXTENDED_STEM - 1 and shorter in self._bm25.vocab_dict:
+                found.add(shorter)
+        return found
 
     def document_frequency(self, term: str) -> int:
         """How many papers hold the (stemmed) term."""
@@ -448,9 +520,8 @@ class LexicalIndex:
         out: list[list[list[str]]] = []
         for start in range(0, len(rows), SQLITE_BATCH):
             batch = [int(r) for r in rows[start:start + SQLITE_BATCH]]
-            for paper in self.papers_by_index(batch):
-                text = paper_document(paper).translate(_DASHES)
-                out.append([terms(run) for run in _PUNCTUATION.split(text)])
+            out.extend(phrase_runs(paper_document(paper))
+                       for paper in self.papers_by_index(batch))
         return out
 
     def _extensions(self, stem: str, most: int = 2) -> list[str]:
@@ -654,6 +725,65 @@ def _slips(word: str) -> set[str]:
            | {a + c + b[1:] for a, b in splits if b for c in _BESIDE.get(b[0], ())}
            | {a + c + b for a, b in splits for c in letters})
     return {head + w for w in out} - {word}
+
+
+def phrase_run_texts(text: str) -> list[str]:
+    """The runs of `text` between punctuation marks (a hyphen is none): a phrase term's words
+    stand in a row inside one run."""
+    return _PUNCTUATION.split(text.translate(_DASHES))
+
+
+def phrase_runs(text: str) -> list[list[str]]:
+    """The terms of each run of `text` (phrase_run_texts)."""
+    return [terms(run) for run in phrase_run_texts(text)]
+
+
+def compound_runs(text: str, breaks: Set[str] = frozenset()) -> list[list[tuple[str, str]]]:
+    """The runs of content words that stand side by side in `text`, with no punctuation mark
+    (but a hyphen), no stop word and no word whose term is in `breaks` between them: each word
+    as (word as written, its term). A term of several words that a title or a question writes
+    is one run or part of one ("batch normalization" in "batch normalization in deep
+    networks")."""
+    stop = _stopwords()
+    out: list[list[tuple[str, str]]] = []
+    for run in phrase_run_texts(text):
+        current: list[tuple[str, str]] = []
+        for word in _WORD.findall(run):
+            stem = _stemmer().stemWord(word.lower())
+            if word.lower() in stop or stem in breaks:
+                if current:
+                    out.append(current)
+                current = []
+            else:
+                current.append((word, stem))
+        if current:
+            out.append(current)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def known_phrases() -> frozenset[str]:
+    """The terms of several words ML writes as one subject, as stems joined by spaces:
+    PHRASES_FILE's (from paper titles: bench/glossary/title_phrases.py) and the long forms of
+    ACRONYMS_FILE's abbreviations."""
+    found = set()
+    for line in PHRASES_FILE.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            found.add(" ".join(terms(line.split("\t")[0].replace("-", " "))))
+    found.update(abbreviations_of_phrases())
+    return frozenset(p for p in found if " " in p)
+
+
+@functools.lru_cache(maxsize=1)
+def abbreviations_of_phrases() -> dict[str, tuple[str, ...]]:
+    """Each long form of ACRONYMS_FILE as stems joined by spaces -> its abbreviations
+    ("batch normal" -> ("bn",))."""
+    out: dict[str, tuple[str, ...]] = {}
+    for short, forms in long_forms().items():
+        for long_form in forms:
+            key = " ".join(terms(long_form.replace("-", " ")))
+            out[key] = (*out.get(key, ()), short)
+    return out
 
 
 def _holds_run(words: Sequence[str], run: Sequence[str]) -> bool:

@@ -2,8 +2,9 @@
 
 A claim or a fact question keeps the papers that clear a CutRule (`decide_claim`), and the
 papers that hold a rare name it uses. A "which papers" question gets the calibrated
-RelevanceModel's list (`decide_list`), less a near miss (a subject no paper names), plus the
-papers that state a short topic word for word when the model's gate finds the topic absent.
+RelevanceModel's list (`decide_list`), less a near miss (a subject no paper names: a word, a
+name, or an ML term of several words that no paper writes), plus the papers that state a short
+topic word for word when the model's gate finds the topic absent.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def decide_list(index: LexicalIndex, query: str, hits: list[Hit], model: Relevan
     collection holds ("greenhouse tomato irrigation") has no three. `word_rules=False`
     (a machine translation, or a question in another language: its words are not the user's
     English) leaves the model alone."""
-    if word_rules and (names_unknown_subject(index, query) or names_absent_name(index, query)):
+    if word_rules and names_absent_subject(index, query):
         return []
     kept = model.keep(hits)
     if not word_rules or any(h.tier == "core" for h in kept):
@@ -146,6 +147,14 @@ def fold_excluded(hits: list[Hit], excluded: Sequence[bool], core_floor: float |
     return [*(h for h in hits if h.tier == "core"), *(h for h in hits if h.tier != "core")]
 
 
+def names_absent_subject(index: LexicalIndex, query: str) -> bool:
+    """Whether a "which papers" question is a near miss: its subject is a word
+    (names_unknown_subject), a name (names_absent_name) or an ML term of several words
+    (names_absent_term) that no paper of the collection writes."""
+    return (names_unknown_subject(index, query) or names_absent_name(index, query)
+            or names_absent_term(index, query))
+
+
 def names_unknown_subject(index: LexicalIndex, query: str,
                           words: int = NEAR_MISS_TOPIC_WORDS) -> bool:
     """Whether a "which papers" question names a subject that no paper of the collection
@@ -169,6 +178,60 @@ def names_unknown_subject(index: LexicalIndex, query: str,
     if not short or not _names_unknown_word(index, parts[0]):
         return False
     return all(_names_unknown_word(index, groups) for groups in short)
+
+
+def names_absent_term(index: LexicalIndex, query: str,
+                      words: int = NEAR_MISS_TOPIC_WORDS) -> bool:
+    """Whether a "which papers" question names its subject by an ML term of several words that
+    no paper of the collection writes, though papers use each of its words: "batch
+    normalization" over papers that normalise and use mini-batches, "object detection in
+    images" over papers that detect objects' parts. A term is known as one from paper titles
+    and the abbreviations' long forms (lexical.known_phrases); it is absent when no paper writes
+    its words in a row, nor its abbreviation, nor a shorter known term inside it ("social choice
+    theory" asks about the social choice the papers write). As with names_unknown_subject, the
+    topic and every short part of the question (an alternative, an example) must name
+    something absent: start with such a term, or hold a word no paper uses."""
+    parts = [(sub, [g for g in _term_groups(index, sub) if _LATIN.search(g[0])])
+             for sub in understand(query).subqueries]
+    short = [(sub, groups) for sub, groups in parts if 0 < len(groups) <= words]
+    if not short or not _names_absent_term(index, parts[0][0]):
+        return False
+    return all(_names_absent_term(index, sub) or _names_unknown_word(index, groups)
+               for sub, groups in short)
+
+
+def _names_absent_term(index: LexicalIndex, text: str) -> bool:
+    """Whether `text` starts with a known term that is absent: a part's first words are its
+    subject ("batch normalization in deep networks"); a term later in it most often says
+    more of it ("causal discovery with hidden confounders" over papers on latent ones;
+    "hashing for fast similarity search" over hashing papers that never write "similarity
+    search"). Only a term at the start, on the near-miss rounds' dev halves, silences fewer
+    real list topics than any term of the part (bench/reading/term_absence.py, session 38)."""
+    known = lexical.known_phrases()
+    runs = [[stem for _, stem in run] for run in lexical.compound_runs(text, TERM_BREAKS)]
+    # the longest known term the first run of words side by side starts with
+    first = next((" ".join(runs[0][:end]) for end in range(len(runs[0]) if runs else 0, 1, -1)
+                  if " ".join(runs[0][:end]) in known), None)
+    return first is not None and _term_absent(index, first, known)
+
+
+def _term_absent(index: LexicalIndex, phrase: str, known: frozenset[str]) -> bool:
+    """Whether no paper writes the known term `phrase` (stems) though papers use its words. A
+    term is written as its abbreviation too, and a term whose words but its last ("Bradley-Terry
+    models") or a shorter known term inside it ("social choice theory") a paper writes asks
+    about what the paper writes."""
+    words = phrase.split(" ")
+    if not all(index.document_frequency(w) for w in words) \
+            or index.writes_phrase(phrase, loosely=True):
+        return False
+    if any(index.document_frequency(short)
+           for short in lexical.abbreviations_of_phrases().get(phrase, ())):
+        return False
+    if len(words) > 2 and index.writes_phrase(" ".join(words[:-1]), loosely=True):
+        return False
+    inside = (" ".join(words[i:i + n]) for n in range(2, len(words))
+              for i in range(len(words) - n + 1))
+    return not any(term in known and index.writes_phrase(term, loosely=True) for term in inside)
 
 
 # A name as a user writes it: two capitals (AlphaFold, RLHF), a capital inside a word (spaCy),
@@ -325,6 +388,15 @@ NOT_TOPIC_WORDS = frozenset(lexical.terms(
     "all some each both other others more most many much help helps helping based model models "
     # a chat's filler ("song lyrics stuff", "… papers pls"): since session 20, blind round 10
     "stuff things pls plz please thanks thx etc"))
+
+
+# What ends a run of words that may be an ML term (names_absent_term): the words that name no
+# subject, those that only say "find papers", and the question words ("Why Does …", "Do We
+# Need …", "Using Kernel …" are no terms, though titles write them); not the nouns that end
+# terms ("language model", "kernel methods").
+TERM_BREAKS = (NOT_TOPIC_WORDS | lexical.query_stopwords()
+               | frozenset(lexical.terms("why when where whether"))) \
+    - frozenset(lexical.terms("model method approach"))
 
 
 def _term_groups(index: LexicalIndex, text: str) -> list[list[str]]:
