@@ -341,6 +341,15 @@ def test_an_ml_term_written_as_its_abbreviation_is_no_near_miss(seeded, home, tm
     assert not names_absent_subject(_lexical(home), question)
 
 
+def test_a_term_of_the_commonest_words_is_no_subject_a_collection_must_write(seeded, home):
+    """No seed writes "deep learning" or "efficient algorithms", yet their speech papers are
+    deep learning: a term made only of the words most titles write says how, not what
+    (bench/glossary/title_phrases.py, COMMON_WORDS)."""
+    index = _lexical(home)
+    for question in ["deep learning for speech", "efficient algorithms for retrieval"]:
+        assert not names_absent_subject(index, question), question
+
+
 def test_a_one_letter_compound_written_joined_finds_the_papers_that_hyphenate_it(seeded, home,
                                                                                  tmp_path):
     """Round 18: "kmeans stuff" was a near miss over papers that write "k-means": the index

@@ -419,7 +419,8 @@ class LexicalIndex:
         write "conformal predictors"). A phrase whose words too many papers share to read
         them all counts as written."""
         parts = phrase.split(" ")
-        if self._too_common([{p} for p in parts]) or self._df(phrase):
+        if len(self._holding_all([{p} for p in parts])) > MAX_PHRASE_CANDIDATES \
+                or self._df(phrase):
             return True
         if not loosely:
             return False
@@ -427,9 +428,10 @@ class LexicalIndex:
             if len(self._loose_phrases) > MAX_KEPT_PHRASES:
                 self._loose_phrases.clear()
             variants = [self._variants(p) for p in parts]
-            self._loose_phrases[phrase] = self._too_common(variants) or any(
+            rows = self._holding_all(variants)
+            self._loose_phrases[phrase] = len(rows) > MAX_PHRASE_CANDIDATES or any(
                 all(line[i + k] in variants[k] for k in range(len(parts)))
-                for lines in self._lines_of(self._holding_all(variants)) for line in lines
+                for lines in self._lines_of(rows) for line in lines
                 for i in range(len(line) - len(parts) + 1))
         return self._loose_phrases[phrase]
 
@@ -438,9 +440,6 @@ class LexicalIndex:
         return functools.reduce(np.intersect1d, [
             np.unique(np.concatenate([self._postings(v)[0] for v in group]))
             for group in variants])
-
-    def _too_common(self, variants: list[set[str]]) -> bool:
-        return len(self._holding_all(variants)) > MAX_PHRASE_CANDIDATES
 
     def _variants(self, stem: str) -> set[str]:
         """The stem and the collection's words that extend it by at most MAX_EXTENSION
@@ -764,13 +763,12 @@ def compound_runs(text: str, breaks: Set[str] = frozenset()) -> list[list[tuple[
 @functools.lru_cache(maxsize=1)
 def known_phrases() -> frozenset[str]:
     """The terms of several words ML writes as one subject, as stems joined by spaces:
-    PHRASES_FILE's (from paper titles: bench/glossary/title_phrases.py) and the long forms of
-    ACRONYMS_FILE's abbreviations."""
+    PHRASES_FILE's (from paper titles and the abbreviations' long forms, none made only of
+    the words most titles write: bench/glossary/title_phrases.py)."""
     found = set()
     for line in PHRASES_FILE.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             found.add(" ".join(terms(line.split("\t")[0].replace("-", " "))))
-    found.update(abbreviations_of_phrases())
     return frozenset(p for p in found if " " in p)
 
 

@@ -184,8 +184,8 @@ def names_absent_term(index: LexicalIndex, query: str,
                       words: int = NEAR_MISS_TOPIC_WORDS) -> bool:
     """Whether a "which papers" question names its subject by an ML term of several words that
     no paper of the collection writes, though papers use each of its words: "batch
-    normalization" over papers that normalise and use mini-batches, "object detection in
-    images" over papers that detect objects' parts. A term is known as one from paper titles
+    normalization" over papers that normalise and use mini-batches, "graph attention
+    networks" over papers on graphs and on attention. A term is known as one from paper titles
     and the abbreviations' long forms (lexical.known_phrases); it is absent when no paper writes
     its words in a row, nor its abbreviation, nor a shorter known term inside it ("social choice
     theory" asks about the social choice the papers write). As with names_unknown_subject, the
