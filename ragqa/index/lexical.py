@@ -222,6 +222,7 @@ class LexicalIndex:
         self._phrases: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._corrections: dict[str, list[str]] = {}  # a typo's word (`_correction`)
         self._loose_phrases: dict[str, bool] = {}  # a term written loosely (`writes_phrase`)
+        self._compounds: dict[str, list[str]] = {}  # a joined compound's word (`_letter_compound`)
         background = folder / "background.npy"
         self.background = np.load(background) if background.is_file() else None
 
@@ -382,10 +383,17 @@ class LexicalIndex:
         rest = stem[1:]
         if len(stem) < 4 or not stem[0].isalpha() or not self._df(rest):
             return []
-        written = re.compile(rf"(?<![\w-]){re.escape(stem[0])}-{re.escape(rest)}", re.IGNORECASE)
-        rows = self._postings(rest)[0][:MAX_LETTER_COMPOUND_PAPERS]
-        papers = self.papers_by_index([int(r) for r in rows])
-        return [rest] if any(written.search(paper_document(p)) for p in papers) else []
+        # (kept: a question reads its words' forms several times, each a read of the papers)
+        if stem not in self._compounds:
+            if len(self._compounds) > MAX_KEPT_PHRASES:
+                self._compounds.clear()
+            written = re.compile(rf"(?<![\w-]){re.escape(stem[0])}-{re.escape(rest)}",
+                                 re.IGNORECASE)
+            rows = self._postings(rest)[0][:MAX_LETTER_COMPOUND_PAPERS]
+            papers = self.papers_by_index([int(r) for r in rows])
+            self._compounds[stem] = [rest] if any(written.search(paper_document(p))
+                                                  for p in papers) else []
+        return self._compounds[stem]
 
     def _long_forms_written(self, stem: str) -> list[str]:
         """The long forms of the abbreviation `stem` (ACRONYMS_FILE) that papers write, as
