@@ -717,3 +717,18 @@ def test_a_selection_no_listed_paper_holds_picks_among_the_other_papers_on_its_t
     title = next(t for t, pid in shown.items() if pid == one)
     kept = select(f"the {title} one", "Which papers are about speech?")
     assert [c.title for c in kept.citations] == [title]
+
+
+@pytest.mark.parametrize(("turn", "several", "singular_spelled"), [
+    ("does either of those two have code?", True, "does either of those two have code?"),
+    ("What does it propose?", False, "What does PAPER propose?"),
+    ("which of the above uses RL, and is this paper one of them?", True,
+     "which of the above uses RL, and is PAPER one of them?"),
+    ("Is theirs faster?", False, "Is theirs faster?"),  # "theirs" points back, at no number
+])
+def test_one_pointing_detector_reads_number_and_spells_the_paper(turn, several, singular_spelled):
+    from ragqa.retrieval.question import REFERS, points_at_several, replace_pointer
+
+    assert bool(REFERS.search(turn))
+    assert points_at_several(turn) is several
+    assert replace_pointer(turn, lambda match: "PAPER", plural=False) == singular_spelled

@@ -417,6 +417,10 @@ def test_a_topic_one_paper_states_is_listed(seeded, tmp_path):
     ("Which papers compress the KV cache?", "compress the KV cache"),
     ("Summarize the papers on audio", "audio"),
     ("Give me an overview of papers on federated learning", "federated learning"),
+    # a request of the survey kind is a frame with its "of" (a blind list set's wording)
+    ("review of AI solutions for road congestion", "AI solutions for road congestion"),
+    # any word for the papers names them ("methods", "approaches" too): the verb is theirs
+    ("methods that summarize meeting transcripts", "summarize meeting transcripts"),
 ])
 def test_a_list_topic_keeps_what_the_papers_do(question, topic):
     from ragqa.retrieval.question import topic_of

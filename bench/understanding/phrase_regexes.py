@@ -24,34 +24,45 @@ ROOT = Path(__file__).resolve().parents[2]
 MIN_WORDS = 4
 _FORMAT_WORDS = {"http", "https", "www", "doi", "org", "com", "net", "pdf", "forum", "abs"}
 _WORD = re.compile(r"(?<![\\\w])[a-z]{3,}")
+_GROUP_NAME = re.compile(r"\(\?P(?:<\w+>|=\w+\))")  # (?P<name>…), (?P=name)
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def patterns(root: Path) -> list[tuple[str, int, str]]:
-    """(file, line, source text of the pattern argument) of every re.compile in ragqa/, with
-    the text of the module's string constants it names (`rf"…{_WORDS}…"`, `"…" + _WORDS`)
-    written out: a shared word list counts in every pattern that uses it."""
+    """(file, line, text of the pattern argument) of every re.compile in ragqa/: the string
+    literals it is built from, with those of the module's constants it names (`rf"…{_WORDS}…"`,
+    `"…" + _WORDS`, `"|".join(_FRAMES)`, a constant naming another) written out: a shared word
+    list counts in every pattern that uses it. Names of code (`.join`, `.pattern`) are no text."""
     out = []
     for path in sorted((root / "ragqa").rglob("*.py")):
-        source = path.read_text(encoding="utf-8")
-        tree = ast.parse(source)
-        constants = {t.id: ast.get_source_segment(source, node.value) or ""
-                     for node in tree.body if isinstance(node, ast.Assign)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        constants = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
                      for t in node.targets if isinstance(t, ast.Name)
-                     and isinstance(node.value, (ast.Constant, ast.JoinedStr, ast.BinOp))}
+                     and isinstance(node.value, (ast.Constant, ast.JoinedStr, ast.BinOp,
+                                                 ast.List, ast.Tuple))}
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr == "compile" and getattr(node.func.value, "id", "") == "re" \
                     and node.args:
-                text = ast.get_source_segment(source, node.args[0]) or ""
-                named = {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)}
-                text += " ".join(constants[n] for n in sorted(named) if n in constants)
-                out.append((str(path.relative_to(root)), node.lineno, text))
+                out.append((str(path.relative_to(root)), node.lineno,
+                            " ".join(_literals(node.args[0], constants, set()))))
     return out
 
 
+def _literals(node: ast.AST, constants: dict[str, ast.AST], seen: set[str]) -> list[str]:
+    """The string literals of an expression, through the module constants it names (each once)."""
+    texts = []
+    for part in ast.walk(node):
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            texts.append(part.value)
+        elif isinstance(part, ast.Name) and part.id in constants and part.id not in seen:
+            seen.add(part.id)
+            texts += _literals(constants[part.id], constants, seen)
+    return texts
+
+
 def words_of(text: str) -> set[str]:
-    return set(_WORD.findall(text)) - _FORMAT_WORDS
+    return set(_WORD.findall(_GROUP_NAME.sub("", text))) - _FORMAT_WORDS
 
 
 def main() -> int:

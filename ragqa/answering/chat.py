@@ -34,7 +34,7 @@ from ragqa.answering.messages import joined, message, shown_topic
 from ragqa.errors import UserError
 from ragqa.models.language import detect_language
 from ragqa.prompts import load_prompt
-from ragqa.retrieval.question import ORDINAL, PLURAL_REF, SINGULAR_REF, topic_of
+from ragqa.retrieval.question import ORDINAL, points_at_several, replace_pointer, topic_of
 from ragqa.screening.feedback import refine
 from ragqa.screening.screen import Progress
 from ragqa.sources.export import reference_link
@@ -56,6 +56,7 @@ _FRAME = re.compile(r"^\s*(?:and\s+)?(?:which|what)\s+(?:of\s+(?:them|these|thos
 # "其中哪些使用了扩散模型？" (the selecting frame, 其中 = "of them", is kept as "X 中").
 _ZH_PLURAL_REF = re.compile(r"这些论文|这些工作|这些方法|上述论文|以上论文|它们|他们|这些")
 _ZH_SINGULAR_REF = re.compile(r"这篇论文|这篇工作|该论文|该工作|这篇|它")
+_ZH_REF = {True: _ZH_PLURAL_REF, False: _ZH_SINGULAR_REF}
 _ZH_FRAME = re.compile(r"^\s*(?:那么|那)?(?:其中|它们之中|它们中|这些论文中|这些中)[，,]?\s*")
 
 
@@ -290,7 +291,7 @@ def referenced_papers(question: str, session: Session, index: LexicalIndex | Non
     if resolution.selecting and len(cited) < 2 and listed and listed != cited:
         # A choice among one paper is none: it picks among the last list again.
         resolution = Resolution("select", tuple(listed))
-    if resolution.selecting and not PLURAL_REF.search(question):
+    if resolution.selecting and not points_at_several(question):
         # (not when the turn points at them: "does either of those two …" means those two;
         # "the one with …" points at none)
         return replace(resolution, wider=session.list_narrowed(resolution.papers),
@@ -341,9 +342,7 @@ def offline_standalone(question: str, session: Session, papers: list[str]) -> st
     subject = message("chat.one_paper" if len(names) == 1 else "chat.papers", language,
                       names=joined(names, language))
     chinese = language == "Chinese"
-    frame, plural, singular = (_ZH_FRAME, _ZH_PLURAL_REF, _ZH_SINGULAR_REF) if chinese \
-        else (_FRAME, PLURAL_REF, SINGULAR_REF)
-    rest = frame.sub("", question)
+    rest = (_ZH_FRAME if chinese else _FRAME).sub("", question)
     if rest != question:  # "Which of them uses X?" -> "Which of the papers A and B uses X?"
         return message("chat.which_of", language, subject=subject, rest=rest)
     # Chinese sets Latin names apart from the characters that follow them: "论文 CEITNet 提出了…"
@@ -354,10 +353,10 @@ def offline_standalone(question: str, session: Session, papers: list[str]) -> st
     else:
         start, end = _place_span(question) or (0, 0)
         replaced = question[:start] + subject + question[end:] if end else question
-    if replaced == question:
-        replaced = plural.sub(spaced, question, count=1)
-    if replaced == question:
-        replaced = singular.sub(spaced, question, count=1)
+    for plural in (True, False):
+        if replaced == question:
+            replaced = _ZH_REF[plural].sub(spaced, question, count=1) if chinese \
+                else replace_pointer(question, spaced, plural)
     return replaced
 
 

@@ -19,6 +19,7 @@ the question's MiniLM embedding too (retrieval/kinds.py, loaded at its first use
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragqa.retrieval.kinds import list_question_model
@@ -57,8 +58,8 @@ _FRAMES = [
     r"(?:i|we) (?:want|need|would like|'d like)(?: to (?:find|see|know|read))?",
     r"(?:help me|let me) (?:find|see|know)",
     r"(?:show|give|tell|find|get|bring) (?:me|us)",
-    _REQUEST_VERBS,
     r"(?:an |a )?(?:overview|summary|survey|review) (?:of|on)",
+    r"(?P<request>" + _REQUEST_VERBS + ")",
     r"(?:tell me|talk) about",
     r"what(?:'s| is| are) (?:new|happening) (?:in|on|with)",
     r"(?:find|list|show|name|give|identify|retrieve|search for|look for|return|enumerate|"
@@ -72,7 +73,7 @@ _FRAMES = [
     r"(?:anything|something|stuff|things?)(?: (?:new|else|interesting|relevant))?",
     r"(?:any|all|some|every|the|those|these|other)",
     r"(?:recent|relevant|related|existing|accepted)",
-    r"(?:papers?|works?|studies|study|articles?|abstracts?|publications?|research|"
+    r"(?P<papers>papers?|works?|studies|study|articles?|abstracts?|publications?|research|"
     r"contributions?|submissions?|approaches|methods|literature)"
     r"(?: in (?:this|the) (?:collection|conference|list|set))?",
     r"(?:that|which|who|where|whose|anyone|anybody|someone)(?: here)?",
@@ -88,13 +89,9 @@ _FRAMES = [
     r"(?:there|out there|published)",
     r"(?:or|and|and/or)",  # "papers that study or reduce X": the second verb starts the topic
 ]
+# One frame at a time; once the papers are named (its `papers` alternative), a request verb is
+# the topic's ("Which papers summarize dialogues?": issue 45), so the frames end there.
 _FRAME = re.compile(r"^\s*(?:" + "|".join(_FRAMES) + r")\b[\s,:]*", re.IGNORECASE)
-# The same frames once the papers are named: a request verb there is the topic's.
-_FRAME_AFTER_PAPERS = re.compile(
-    r"^\s*(?:" + "|".join(f for f in _FRAMES if f != _REQUEST_VERBS) + r")\b[\s,:]*",
-    re.IGNORECASE)
-_PAPERS_NOUN = re.compile(r"^\s*(?:papers?|works?|studies|study|articles?|abstracts?|"
-                          r"publications?|research|literature)\b", re.IGNORECASE)
 # Where the examples of a topic begin: "..., e.g. A or B", "(such as A, B)", "for example A".
 _EXAMPLES = re.compile(
     r"[,;:(\s]\s*(?:e\.\s?g\.|eg\.|i\.\s?e\.|such as|for example|for instance|including|"
@@ -253,15 +250,16 @@ def strip_frame(question: str) -> str:
     """'Which papers are about X?' -> 'X': every leading request frame removed, trailing
     punctuation too. The question itself when nothing of substance would be left."""
     bare = without_chat_lead(question.strip())[0]
-    text = _HERE.sub("", _TRAILING_REQUEST.sub("", bare)) if _content_words(bare) \
+    # twice: "X — any papers here?" loses "here", then "any papers"
+    text = _TRAILING_REQUEST.sub("", _TRAILING_REQUEST.sub("", bare)) if _content_words(bare) \
         else question.strip()
     named = False  # the papers named yet ("Which papers …"): request verbs are topic after
     for _ in range(12):
-        named = named or bool(_PAPERS_NOUN.match(text))
-        stripped = (_FRAME_AFTER_PAPERS if named else _FRAME).sub("", text, count=1)
-        if stripped == text:
+        frame = _FRAME.match(text)
+        if not frame or named and frame.group("request"):
             break
-        text = stripped
+        named = named or bool(frame.group("papers"))
+        text = text[frame.end():]
     text = _TRAILING.sub("", text).strip()
     return text if _content_words(text) else _TRAILING.sub("", question.strip())
 
@@ -425,11 +423,11 @@ _TRAILING_REQUEST = re.compile(
     r"(?: (?:that|this|it|them|those))?| (?:do|have) you (?:have|got)| are there)?"
     r"|anything (?:on|about) (?:that|this|it|these|those|them))"
     # "DST papers pls", "crowd counting papers": the papers asked for, after their topic
-    r"|(?<=\w)\s+(?:papers?(?:\s+(?:pls|plz|please))?|pls|plz|please))\s*[?.!]?\s*$",
+    r"|(?<=\w)\s+(?:papers?(?:\s+(?:pls|plz|please))?|pls|plz|please))\s*[?.!]?\s*$"
+    # "… here?", "… in this collection": where, not what
+    r"|\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|set)|at this conference)"
+    r"\s*[?.!]*\s*$",
     re.IGNORECASE)
-# "… here?", "… in this collection": where, not what.
-_HERE = re.compile(r"\s+(?:in\s+)?(?:here|in this (?:collection|conference|list|set)|at this "
-                   r"conference)\s*[?.!]*\s*$", re.IGNORECASE)
 ANNOUNCES = re.compile(r"\b" + ANNOUNCEMENT + r"\b|\bother\s+(?:topic|subject)s?\b",
                        re.IGNORECASE)
 # The words for a place in a list ("the second one", "the latter"): one vocabulary for every
@@ -438,22 +436,36 @@ ORDINAL_WORDS = "first|second|third|fourth|fifth|sixth|last|latter|former|1st|2n
 
 # Words that point back at the last answer's papers: pronouns, "this paper", a definite noun
 # for what a paper has ("what's the task exactly", "how many models had the problem"), and a
-# fragment that continues the last question ("on what kind of graphs?").
+# fragment that continues the last question ("on what kind of graphs?"). One detector: its
+# `plural` words ("them", "they", "these", "those") point at all the papers the last answer
+# cited, its `singular` ones ("it", "its", "this paper") at one (`points_at_several`,
+# `replace_pointer`).
 REFERS = re.compile(
-    r"\b(?:them|they|these|those|their|theirs|it|its|either|neither|both|the latter|"
-    r"the former|(?:this|that|the) (?:paper|work|one|method|model|approach|study|system)|"
-    r"the above|of the above|the (?:problem|task|fix|trick|idea|setup|setting|dataset|data set|"
+    r"\b(?:(?P<plural>them|they|these|those|their|of the above|the above)|"
+    r"(?P<singular>it|its|(?:this|that) (?:paper|work|one|method|model)|the paper)|"
+    r"theirs|either|neither|both|the latter|the former|(?:this|that) (?:approach|study|system)|"
+    r"the (?:work|one|method|model|approach|study|system)|"
+    r"the (?:problem|task|fix|trick|idea|setup|setting|dataset|data set|"
     r"benchmark|results?|experiments?|authors?|findings?|architecture|algorithm|framework|"
     r"objective|loss|evaluation|baselines?|(?:main |key |big )?(?:takeaway|point|upshot|"
     r"bottom line|gist))(?! of\b))\b"
     r"|\b(?:about|behind|of|on|for|with|in|from)\s+(?:that|this)\s*[?.!]*\s*$"
     r"|^\s*(?:and\s+)?(?:on|in|for|with|from|against|by|over|at)\s+(?:what|which|how)\b",
     re.IGNORECASE)
-# "it", "its", "this paper" point at one paper; "them", "they", "these", "those" at all the
-# papers the last answer cited.
-PLURAL_REF = re.compile(r"\b(?:them|they|these|those|their|of the above|the above)\b", re.I)
-SINGULAR_REF = re.compile(r"\b(?:it|its|this (?:paper|work|one|method|model)|that (?:paper|"
-                          r"work|one|method|model)|the paper)\b", re.I)
+
+
+def points_at_several(text: str) -> bool:
+    """Whether the text points back with a plural word ("them", "those", "the above")."""
+    return any(match.group("plural") for match in REFERS.finditer(text))
+
+
+def replace_pointer(text: str, replacement: Callable[[re.Match], str], plural: bool) -> str:
+    """The text with its first plural (or singular) pointing word replaced by what
+    `replacement` makes of its match; the text itself when it has none."""
+    group = "plural" if plural else "singular"
+    match = next((m for m in REFERS.finditer(text) if m.group(group)), None)
+    return text[:match.start()] + replacement(match) + text[match.end():] if match else text
+
 
 # "the second one", "the last paper", "the latter", "the 2nd do", "#2", "[3]", "number two":
 # a place in the last answer's list (its citation numbers). Not "first-order" or "the second
