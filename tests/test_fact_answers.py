@@ -176,6 +176,20 @@ def test_what_the_abstract_does_not_say_is_said_not_quoted_from_its_nearest_sent
     assert answer["answer"] == message(f"answer.unstated.{missing}", title=title) + " [1]"
 
 
+def test_a_benchmark_the_abstract_never_names_is_said_not_quoted(facts):
+    """issue 46, item 4: "Is SafeDrug evaluated on MIMIC-III?" of an abstract that names no
+    dataset quoted its evaluation sentence; the answer says the abstract never mentions it."""
+    from ragqa.answering.messages import message
+
+    answer, first = _first(facts, "Is ChainCL evaluated on HotpotQA?")
+    assert first["paper_id"] == "proof" and not first["quote"]
+    title = next(a["title"] for a in ABSTRACTS if a["id"] == "proof")
+    assert answer["answer"] == message("answer.unstated.name", title=title,
+                                       names="HotpotQA") + " [1]"
+    _, named = _first(facts, "Is ChainCL evaluated on ProofQA?")
+    assert named["paper_id"] == "proof" and "ProofQA" in named["quote"]
+
+
 def test_what_the_abstract_says_is_quoted(facts):
     _, first = _first(facts, "Is KernelForge open source?")
     assert first["paper_id"] == "kern" and first["quote"] == "KernelForge is open source."
@@ -222,6 +236,17 @@ def test_a_follow_up_about_code_says_what_the_abstract_does_not(facts, follow_up
     ("How does X perform on summarizing source code?", "X summarizes programs.", None),
     ("What does the model use to repair buggy code?", "X repairs programs.", None),
     ("Does the paper provide a new benchmark for code generation?", "X writes programs.", None),
+    # a named thing asked whether of, or offered as answers, that the abstract never writes
+    # (the unstated set's calibrate half); written another way, it is written
+    ("Is ChainCL evaluated on MIMIC-III?", "We propose ChainCL. Results on ProofQA.", "name"),
+    ("Is ChainCL evaluated on ProofQA?", "We propose ChainCL. Results on ProofQA.", None),
+    ("Is X tested on MIMIC III?", "X is tested on MIMIC-III.", None),
+    ("Is X evaluated on the Penn Treebank?", "X reaches 60 perplexity on PTB.", None),
+    ("Which benchmarks is it evaluated on? FB15k-237? WN18RR?", "We use two benchmarks.", "name"),
+    ("Which benchmarks is it evaluated on? FB15k-237? WN18RR?", "Gains on FB15k-237.", None),
+    # one name before the only mark is what the question asks of the paper, not an answer
+    ("How does X debias MLMs?", "X debiases language models.", None),
+    ("Does X beat CNNs?", "X beats convolutional neural networks.", None),
 ])
 def test_not_stated_reads_what_is_asked_not_its_words(question, document, missing):
     from ragqa.answering.facts import not_stated

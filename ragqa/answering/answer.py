@@ -33,9 +33,10 @@ from ragqa.answering.facts import (
     fact_scores,
     not_stated,
     sentence_signals,
+    unmentioned_names,
 )
 from ragqa.answering.followups import Resolution, property_phrase, selected
-from ragqa.answering.messages import language_name, message, reason_text, shown_topic
+from ragqa.answering.messages import joined, language_name, message, reason_text, shown_topic
 from ragqa.index import lexical
 from ragqa.models.language import detect_language
 from ragqa.models.llm import MAX_ANSWER_TOKENS
@@ -469,7 +470,7 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
         missing = {not_stated(query, lexical.paper_document(hits[i - 1].paper))
                    for i, _ in chosen}
         if chosen and None not in missing:
-            return unstated_answer(hits[chosen[0][0] - 1], missing.pop(), language)
+            return unstated_answer(hits[chosen[0][0] - 1], missing.pop(), language, query)
         quoted = [(hits[i - 1], sentence) for i, sentence in chosen]
         citations = []
         lines = quote_lines(quoted, "> {sentence} [{n}]", citations, question=query)
@@ -608,8 +609,10 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
             not_stated(query, lexical.paper_document(hit.paper))
         if missing:
             citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source))
+            names = joined(unmentioned_names(query, lexical.paper_document(hit.paper)), language)
             lines.append(f"> **{hit.paper.title}**: "
-                         f"{message(f'answer.unstated_line.{missing}', language)} [{n}]")
+                         f"{message(f'answer.unstated_line.{missing}', language, names=names)}"
+                         f" [{n}]")
             continue
         chosen = (contribution_sentence(hit.paper.text) if contribution else None) \
             or _best_read_sentence(query, hit.paper.text, hit.paper.title)
@@ -652,13 +655,14 @@ def lexical_sentence_scores(question: str, sentences: Sequence[str]) -> np.ndarr
     return scores
 
 
-def unstated_answer(hit: Hit, missing: str, language: str) -> CheckedText:
+def unstated_answer(hit: Hit, missing: str, language: str, question: str) -> CheckedText:
     """The paper the question is about, cited, and that its abstract does not say what is
-    asked (`missing`: facts.not_stated's "figure" or "code"): not its nearest sentence, which
-    would read as an answer."""
+    asked (`missing`: facts.not_stated's "figure", "code" or "name", the names the question
+    asks about): not its nearest sentence, which would read as an answer."""
     citation = Citation(1, hit.paper.paper_id, hit.paper.title, hit.paper.source)
-    return CheckedText(message(f"answer.unstated.{missing}", language, title=hit.paper.title)
-                       + " [1]", [citation], 0)
+    names = joined(unmentioned_names(question, lexical.paper_document(hit.paper)), language)
+    return CheckedText(message(f"answer.unstated.{missing}", language, title=hit.paper.title,
+                               names=names) + " [1]", [citation], 0)
 
 
 def _fact_sentences(question: str, hits: Sequence[Hit], most: int = 2) -> list[tuple[int, str]]:

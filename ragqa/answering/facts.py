@@ -13,6 +13,7 @@ half of the independent fact sets and writes with its provenance (models/linear.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -21,6 +22,7 @@ import numpy as np
 from ragqa.answering.artifacts import CODE, asks_whether_released, releases
 from ragqa.index import lexical
 from ragqa.models.linear import shipped_model
+from ragqa.retrieval.decide import name_tokens
 from ragqa.sources.paper import PROPOSES, contribution_sentence
 
 # A question that asks for a quantity ("how many", "what speedup", "the largest gain"), and the
@@ -182,7 +184,9 @@ def not_stated(question: str, document: str) -> str | None:
     anything: "figure" (a figure asked of a text with no number at all, in digits or words) or
     "code" (whether or where its code is out, asked of a text that does not say it releases
     its code or where to get it: artifacts.asks_whether_released and artifacts.releases, whose
-    words for code and release a chat's "which ones have code?" shares). Issue 46: "the
+    words for code and release a chat's "which ones have code?" shares), or "name" (named
+    things it asks about, a benchmark or a model, that the text never writes:
+    unmentioned_names). Issue 46: "the
     abstract does not say", not its nearest sentence. Set on the calibrate half of
     bench/reading/unstated_blind.jsonl (bench/reading/unstated.py): how well a sentence reads
     as the answer did not tell stated from unstated there (balanced accuracy 0.56), while a
@@ -191,7 +195,71 @@ def not_stated(question: str, document: str) -> str | None:
         return "figure"
     if asks_whether_released(question) and not releases(CODE, "", document):
         return "code"
+    if unmentioned_names(question, document):
+        return "name"
     return None
+
+
+# A question whether the paper does a thing starts with one of these ("Is SafeDrug evaluated on
+# MIMIC-III?", "Does it report results on SumMe and TVSum?").
+_ASKS_WHETHER = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "can"})
+
+
+def unmentioned_names(question: str, document: str) -> list[str]:
+    """The named things a question asks about that the paper's title and abstract (`document`)
+    never write, when it writes none of them: of a question whether ("Is SafeDrug evaluated on
+    MIMIC-III?"), the names after its first (which most often names the paper); of any other,
+    the names it offers as answers, each before a question mark of several ("Which benchmarks
+    is it evaluated on? FB15k-237? WN18RR?"; one before the only mark is what it asks of the
+    paper: "How does Auto-Debias debias MLMs?"). A name is written as itself, its words in a row, or
+    an abbreviation the abstract defines or ml_acronyms.tsv spells out (issue 46, item 4:
+    "does the abstract say?" of a benchmark it never names; bench/reading/unstated.py)."""
+    groups = name_tokens(question)
+    if question.split()[:1] and question.split()[0].lower() in _ASKS_WHETHER:
+        asked = [name for group in groups[1:] for name in group]
+    elif question.count("?") >= 2:  # answers offered: "… on? FB15k-237? WN18RR?"
+        asked = [name for group in groups for name in group if _offered(question, name)]
+    else:
+        asked = []
+    return asked if asked and not any(_written(name, document) for name in asked) else []
+
+
+def _offered(question: str, name: str) -> bool:
+    """Whether `name` stands right before a question mark ("… FB15k-237? WN18RR?")."""
+    at = question.find(name)
+    return at >= 0 and question[at + len(name):].lstrip().startswith("?")
+
+
+def _written(name: str, document: str) -> bool:
+    """Whether the document writes the name: as one word without its marks ("MIMIC III" for
+    "MIMIC-III"), its words in a row, or by the other side of an ML abbreviation
+    (ml_acronyms.tsv: "PTB" for "Penn Treebank", "knowledge distillation" for "KD"); an
+    abbreviation the abstract defines stands in it as written."""
+    tokens = {_bare(word) for word in document.split()}
+    words = lexical.terms(document.replace("-", " "))
+    terms = tuple(lexical.terms(name.replace("-", " ")))
+    if not terms or _bare(name) in tokens or _in_a_row(terms, words):
+        return True
+    if name.endswith("s") and sum(c.isupper() for c in name) >= 2:  # "CNNs": a CNN
+        return _written(name[:-1], document)
+    return any(short == name.lower() and any(_in_a_row(form, words) for form in forms)
+               or terms in forms and short in tokens
+               for short, forms in _acronym_terms().items())
+
+
+def _bare(word: str) -> str:
+    return "".join(c for c in word.lower() if c.isalnum())
+
+
+@functools.cache
+def _acronym_terms() -> dict[str, tuple[tuple[str, ...], ...]]:
+    return {short: tuple(tuple(lexical.terms(form.replace("-", " "))) for form in forms)
+            for short, forms in lexical.long_forms().items()}
+
+
+def _in_a_row(terms: Sequence[str], words: list[str]) -> bool:
+    return bool(terms) and any(tuple(words[i:i + len(terms)]) == tuple(terms)
+                               for i in range(len(words) - len(terms) + 1))
 
 
 def asks_for_fact(question: str) -> bool:

@@ -52,6 +52,9 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.unstated_line.figure": "its abstract does not say (it gives no figure).",
         "answer.unstated_line.code": "its abstract does not say (it says nothing of its code "
                                      "being released or where to get it).",
+        "answer.unstated.name": "The abstract of **{title}** does not say: it never mentions "
+                                "{names}.",
+        "answer.unstated_line.name": "its abstract does not say (it never mentions {names}).",
         # A selection none of the last answer's papers holds, made from the list before it.
         "answer.widened": {"one": "The last answer's paper does not; of the list before it:",
                            "other": "None of the last answer's {count} papers does; of the list "
@@ -191,6 +194,8 @@ CATALOGUE: dict[str, dict[str, str | dict[str, str]]] = {
         "answer.unstated_line.figure": "摘要没有说明这一点（其中没有给出任何数字）。",
         "answer.unstated_line.code": "摘要没有说明这一点（其中没有说代码已发布，"
                                      "也没有给出获取方式）。",
+        "answer.unstated.name": "**{title}** 的摘要没有说明这一点：其中没有提到 {names}。",
+        "answer.unstated_line.name": "摘要没有说明这一点（其中没有提到 {names}）。",
         "answer.widened": {"other": "上一个回答中的 {count} 篇论文都不符合；在此前的列表中："},
         "answer.widened_folded": {"other": "列出的 {count} 篇论文都不符合；在其下折叠的论文中："},
         "answer.widened_topic": {
