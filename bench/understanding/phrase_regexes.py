@@ -4,9 +4,12 @@ at least two thirds").
 A compiled pattern (`re.compile(...)` in ragqa/) is an English phrase regex when its source
 text names four or more distinct English words of three letters or more (lower case, outside
 escapes such as `\\b` or `\\w`): a list of wordings ("which|what|one|ones|of"), not a format
-("https?://", "\\d{4}"); the module's string constants a pattern names count as its text.
-Words of URLs and formats (http, https, www, doi, org, com, net, pdf,
-forum, abs) do not count. Patterns in other scripts (Chinese, Japanese, Korean) count apart.
+("https?://", "\\d{4}"). Its text is the string literals it is built from and those of the
+module's constants it names (strings, f-strings, sums and lists of them: `"|".join(_FRAMES)`),
+never names of code (`.join`, `.pattern`) or of groups (`(?P<plural>…)`); before session 39
+those counted and lists of strings did not. Words of URLs and formats (http, https, www, doi,
+org, com, net, pdf, forum, abs) do not count. Patterns in other scripts (Chinese, Japanese,
+Korean) count apart.
 
     python bench/understanding/phrase_regexes.py [--root CHECKOUT] [--json] [--list]
 """
