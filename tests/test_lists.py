@@ -419,6 +419,7 @@ def test_a_topic_one_paper_states_is_listed(seeded, tmp_path):
     ("Give me an overview of papers on federated learning", "federated learning"),
     # a request of the survey kind is a frame with its "of" (a blind list set's wording)
     ("review of AI solutions for road congestion", "AI solutions for road congestion"),
+    ("Survey of review helpfulness prediction", "review helpfulness prediction"),
     # any word for the papers names them ("methods", "approaches" too): the verb is theirs
     ("methods that summarize meeting transcripts", "summarize meeting transcripts"),
 ])

@@ -467,10 +467,10 @@ def extractive_answer(question: str, query: str, hits: Sequence[Hit], total: int
     else:
         chosen = _fact_sentences(query, hits)
         # Said only when no paper quoted could hold it (the second may hold the figure).
-        missing = {not_stated(query, lexical.paper_document(hits[i - 1].paper))
-                   for i, _ in chosen}
-        if chosen and None not in missing:
-            return unstated_answer(hits[chosen[0][0] - 1], missing.pop(), language, query)
+        missing = [not_stated(query, lexical.paper_document(hits[i - 1].paper),
+                              hits[i - 1].paper.title) for i, _ in chosen]
+        if chosen and None not in missing:  # (said of the first: what it lacks, by name)
+            return unstated_answer(hits[chosen[0][0] - 1], missing[0], language, query)
         quoted = [(hits[i - 1], sentence) for i, sentence in chosen]
         citations = []
         lines = quote_lines(quoted, "> {sentence} [{n}]", citations, question=query)
@@ -605,11 +605,12 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
                                    topic=shown_topic(topic_of(query), language)), [], 0)
     citations, lines = [], []
     for n, hit in enumerate(kept[:MAX_FOLLOW_UP_PAPERS], start=1):
+        document = lexical.paper_document(hit.paper)
         missing = None if contribution or selecting else \
-            not_stated(query, lexical.paper_document(hit.paper))
+            not_stated(query, document, hit.paper.title)
         if missing:
             citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source))
-            names = joined(unmentioned_names(query, lexical.paper_document(hit.paper)), language)
+            names = joined(unmentioned_names(query, document, hit.paper.title), language)
             lines.append(f"> **{hit.paper.title}**: "
                          f"{message(f'answer.unstated_line.{missing}', language, names=names)}"
                          f" [{n}]")
@@ -660,7 +661,8 @@ def unstated_answer(hit: Hit, missing: str, language: str, question: str) -> Che
     asked (`missing`: facts.not_stated's "figure", "code" or "name", the names the question
     asks about): not its nearest sentence, which would read as an answer."""
     citation = Citation(1, hit.paper.paper_id, hit.paper.title, hit.paper.source)
-    names = joined(unmentioned_names(question, lexical.paper_document(hit.paper)), language)
+    names = joined(unmentioned_names(question, lexical.paper_document(hit.paper),
+                                     hit.paper.title), language)
     return CheckedText(message(f"answer.unstated.{missing}", language, title=hit.paper.title,
                                names=names) + " [1]", [citation], 0)
 

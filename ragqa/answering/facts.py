@@ -13,7 +13,6 @@ half of the independent fact sets and writes with its provenance (models/linear.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 
@@ -179,14 +178,14 @@ _ANY_NUMBER = re.compile(r"\d|[⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆�
                          r"several|few)\b", re.IGNORECASE)
 
 
-def not_stated(question: str, document: str) -> str | None:
+def not_stated(question: str, document: str, title: str = "") -> str | None:
     """What the question asks that the paper's title and abstract (`document`) cannot hold, if
     anything: "figure" (a figure asked of a text with no number at all, in digits or words) or
     "code" (whether or where its code is out, asked of a text that does not say it releases
     its code or where to get it: artifacts.asks_whether_released and artifacts.releases, whose
     words for code and release a chat's "which ones have code?" shares), or "name" (named
-    things it asks about, a benchmark or a model, that the text never writes:
-    unmentioned_names). Issue 46: "the
+    things it asks about, a benchmark or a model, that the text never writes, besides those of
+    the paper's `title`: unmentioned_names). Issue 46: "the
     abstract does not say", not its nearest sentence. Set on the calibrate half of
     bench/reading/unstated_blind.jsonl (bench/reading/unstated.py): how well a sentence reads
     as the answer did not tell stated from unstated there (balanced accuracy 0.56), while a
@@ -195,7 +194,7 @@ def not_stated(question: str, document: str) -> str | None:
         return "figure"
     if asks_whether_released(question) and not releases(CODE, "", document):
         return "code"
-    if unmentioned_names(question, document):
+    if unmentioned_names(question, document, title):
         return "name"
     return None
 
@@ -203,58 +202,93 @@ def not_stated(question: str, document: str) -> str | None:
 # A question whether the paper does a thing starts with one of these ("Is SafeDrug evaluated on
 # MIMIC-III?", "Does it report results on SumMe and TVSum?").
 _ASKS_WHETHER = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "can"})
+# A yes/no question's subject, the paper it asks about, stands among its first words ("Is
+# SafeDrug evaluated …", "Does the SafeDrug model …"); a name later is what it asks about.
+_SUBJECT_WORDS = 4
+# Of a name written with a hyphen or a space, a first word this long written alone counts as
+# the name ("ImageNet" for "ImageNet-1K", "MIMIC-III" for "the MIMIC-III Dataset").
+_NAME_HEAD_CHARS = 3
 
 
-def unmentioned_names(question: str, document: str) -> list[str]:
+def unmentioned_names(question: str, document: str, title: str = "") -> list[str]:
     """The named things a question asks about that the paper's title and abstract (`document`)
-    never write, when it writes none of them: of a question whether ("Is SafeDrug evaluated on
-    MIMIC-III?"), the names after its first (which most often names the paper); of any other,
-    the names it offers as answers, each before a question mark of several ("Which benchmarks
-    is it evaluated on? FB15k-237? WN18RR?"; one before the only mark is what it asks of the
-    paper: "How does Auto-Debias debias MLMs?"). A name is written as itself, its words in a row, or
-    an abbreviation the abstract defines or ml_acronyms.tsv spells out (issue 46, item 4:
-    "does the abstract say?" of a benchmark it never names; bench/reading/unstated.py)."""
-    groups = name_tokens(question)
-    if question.split()[:1] and question.split()[0].lower() in _ASKS_WHETHER:
-        asked = [name for group in groups[1:] for name in group]
-    elif question.count("?") >= 2:  # answers offered: "… on? FB15k-237? WN18RR?"
-        asked = [name for group in groups for name in group if _offered(question, name)]
+    never write, when it writes none of them (else the quote answers part of it): of a
+    question whether ("Is SafeDrug evaluated on MIMIC-III?"), its names but those of its
+    subject (its first words) and of the paper's `title`; of any other, the answers it
+    offers, two or more names each before its own question mark ("Which benchmarks is it
+    evaluated on? FB15k-237? WN18RR?"; one name before a mark is what a question asks of the
+    paper: "How does it compare with GAMENet?").
+    English only. A name counts as written leniently (`_written`): a wrong "does not say" hides
+    an answer (issue 46, item 4; bench/reading/unstated.py)."""
+    words = question.split()
+    names = list(dict.fromkeys(name for group in name_tokens(question) for name in group))
+    if words and words[0].lower() in _ASKS_WHETHER:
+        subject = _Text(" ".join([title, *words[:_SUBJECT_WORDS]]))
+        asked = [name for name in names if not _written(name, subject)]
     else:
-        asked = []
-    return asked if asked and not any(_written(name, document) for name in asked) else []
+        asked = _offered(question, names)
+    text = _Text(document)
+    return asked if asked and not any(_written(name, text) for name in asked) else []
 
 
-def _offered(question: str, name: str) -> bool:
-    """Whether `name` stands right before a question mark ("… FB15k-237? WN18RR?")."""
-    at = question.find(name)
-    return at >= 0 and question[at + len(name):].lstrip().startswith("?")
+def _offered(question: str, names: list[str]) -> list[str]:
+    """The names a question offers as answers: two or more, each right before a question mark,
+    with nothing but marks between one's mark and the next ("(BERT? BART?)")."""
+    ends = []
+    for name in names:
+        at = _word_at(question, name)
+        if at >= 0 and question[at + len(name):].lstrip().startswith("?"):
+            ends.append((at, question.index("?", at + len(name)), name))
+    ends.sort()
+    run = [ends[0]] if ends else []
+    for previous, current in zip(ends, ends[1:], strict=False):
+        between = question[previous[1] + 1:current[0]]
+        run = run + [current] if not any(c.isalnum() for c in between) else [current]
+    return [name for _, _, name in run] if len(run) >= 2 else []
 
 
-def _written(name: str, document: str) -> bool:
-    """Whether the document writes the name: as one word without its marks ("MIMIC III" for
-    "MIMIC-III"), its words in a row, or by the other side of an ML abbreviation
-    (ml_acronyms.tsv: "PTB" for "Penn Treebank", "knowledge distillation" for "KD"); an
-    abbreviation the abstract defines stands in it as written."""
-    tokens = {_bare(word) for word in document.split()}
-    words = lexical.terms(document.replace("-", " "))
+def _word_at(text: str, word: str) -> int:
+    """Where `word` first stands in `text` as a word of its own ("BERT", not in "RoBERTa")."""
+    at = text.find(word)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        after = text[at + len(word)] if at + len(word) < len(text) else " "
+        if not (before.isalnum() or before == "-" or after.isalnum() or after == "-"):
+            return at
+        at = text.find(word, at + 1)
+    return -1
+
+
+class _Text:
+    """A text as names are looked for in it: its letters and digits run together, its terms."""
+
+    def __init__(self, text: str) -> None:
+        self.bare = _bare(text)
+        self.terms = lexical.terms(text.replace("-", " "))
+        self.words = {_bare(word) for word in text.split()}
+
+
+def _written(name: str, text: _Text) -> bool:
+    """Whether the text writes the name, leniently: its letters and digits anywhere ("Llama 2"
+    for "Llama2", "MS COCO" for "MSCOCO"), its words in a row, the first word of a longer name
+    ("ImageNet" for "ImageNet-1K"), an abbreviation's plural without its "s" ("CNN" for
+    "CNNs"), or the other side of an ML abbreviation (ml_acronyms.tsv: "PTB" for "Penn
+    Treebank", "knowledge distillation" for "KD")."""
+    bare = _bare(name)
     terms = tuple(lexical.terms(name.replace("-", " ")))
-    if not terms or _bare(name) in tokens or _in_a_row(terms, words):
+    heads = {_bare(name.split()[0]), _bare(name.split("-")[0])} if name.split() else set()
+    if not bare or bare in text.bare or _in_a_row(terms, text.terms) \
+            or any(len(head) >= _NAME_HEAD_CHARS and head in text.bare for head in heads):
         return True
     if name.endswith("s") and sum(c.isupper() for c in name) >= 2:  # "CNNs": a CNN
-        return _written(name[:-1], document)
-    return any(short == name.lower() and any(_in_a_row(form, words) for form in forms)
-               or terms in forms and short in tokens
-               for short, forms in _acronym_terms().items())
+        return _written(name[:-1], text)
+    return any(short == name.lower() and any(_in_a_row(form, text.terms) for form in forms)
+               or terms in forms and short in text.words
+               for short, forms in lexical.long_form_terms().items())
 
 
-def _bare(word: str) -> str:
-    return "".join(c for c in word.lower() if c.isalnum())
-
-
-@functools.cache
-def _acronym_terms() -> dict[str, tuple[tuple[str, ...], ...]]:
-    return {short: tuple(tuple(lexical.terms(form.replace("-", " "))) for form in forms)
-            for short, forms in lexical.long_forms().items()}
+def _bare(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
 
 
 def _in_a_row(terms: Sequence[str], words: list[str]) -> bool:

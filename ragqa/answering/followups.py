@@ -350,14 +350,6 @@ _SELECT_FRAMES = [_whole_words(p) for p in (REFERS, _FRAME_WORDS)]
 _PROPERTY_WORDS_ONLY = _whole_words(_PROPERTY_FRAME)
 
 
-@functools.cache
-def acronyms() -> dict[str, tuple[tuple[str, ...], ...]]:
-    """ml_acronyms.tsv (lexical.long_forms): each abbreviation's term and the terms of each of
-    its long forms."""
-    return {short: tuple(tuple(lexical.terms(long_form.replace("-", " "))) for long_form in forms)
-            for short, forms in lexical.long_forms().items()}
-
-
 _CAPITALS = re.compile(r"\b[A-Z][A-Za-z]*[A-Z]s?\b")
 
 
@@ -399,7 +391,7 @@ def paper_terms(text: str) -> set[str]:
     held = set(lexical.terms(text)) | set(lexical.terms(re.sub(r"(?<=\w)-(?=\w)", "", text)))
     for aliases in abbreviations(text).values():
         held |= aliases
-    for short, meanings in acronyms().items():
+    for short, meanings in lexical.long_form_terms().items():
         if short in held:  # the usual ML meaning, the file's first ("DP": differential privacy)
             held.update(meanings[0])
         elif any(long_terms and held.issuperset(long_terms) for long_terms in meanings):

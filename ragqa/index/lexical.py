@@ -664,6 +664,13 @@ def long_forms() -> dict[str, tuple[str, ...]]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def long_form_terms() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """long_forms as terms: each abbreviation and the terms of each of its long forms."""
+    return {short: tuple(tuple(terms(form.replace("-", " "))) for form in forms)
+            for short, forms in long_forms().items()}
+
+
 def long_forms_of(abbreviation: str) -> tuple[str, ...]:
     """The long forms of an abbreviation in lower case, or of its plural ("tcns": the stemmer
     keeps an abbreviation's plural); none when it is no abbreviation."""

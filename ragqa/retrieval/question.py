@@ -58,7 +58,7 @@ _FRAMES = [
     r"(?:i|we) (?:want|need|would like|'d like)(?: to (?:find|see|know|read))?",
     r"(?:help me|let me) (?:find|see|know)",
     r"(?:show|give|tell|find|get|bring) (?:me|us)",
-    r"(?:an |a )?(?:overview|summary|survey|review) (?:of|on)",
+    r"(?P<survey>(?:an |a )?(?:overview|summary|survey|review) (?:of|on))",
     r"(?P<request>" + _REQUEST_VERBS + ")",
     r"(?:tell me|talk) about",
     r"what(?:'s| is| are) (?:new|happening) (?:in|on|with)",
@@ -89,8 +89,9 @@ _FRAMES = [
     r"(?:there|out there|published)",
     r"(?:or|and|and/or)",  # "papers that study or reduce X": the second verb starts the topic
 ]
-# One frame at a time; once the papers are named (its `papers` alternative), a request verb is
-# the topic's ("Which papers summarize dialogues?": issue 45), so the frames end there.
+# One frame at a time; once the papers are named (its `papers` alternative), or a survey of
+# something asked for ("Survey of review helpfulness prediction"), a request verb is the
+# topic's ("Which papers summarize dialogues?": issue 45), so the frames end there.
 _FRAME = re.compile(r"^\s*(?:" + "|".join(_FRAMES) + r")\b[\s,:]*", re.IGNORECASE)
 # Where the examples of a topic begin: "..., e.g. A or B", "(such as A, B)", "for example A".
 _EXAMPLES = re.compile(
@@ -250,15 +251,14 @@ def strip_frame(question: str) -> str:
     """'Which papers are about X?' -> 'X': every leading request frame removed, trailing
     punctuation too. The question itself when nothing of substance would be left."""
     bare = without_chat_lead(question.strip())[0]
-    # twice: "X — any papers here?" loses "here", then "any papers"
-    text = _TRAILING_REQUEST.sub("", _TRAILING_REQUEST.sub("", bare)) if _content_words(bare) \
+    text = _TRAILING_REQUEST.sub("", bare) if _content_words(bare) \
         else question.strip()
     named = False  # the papers named yet ("Which papers …"): request verbs are topic after
     for _ in range(12):
         frame = _FRAME.match(text)
         if not frame or named and frame.group("request"):
             break
-        named = named or bool(frame.group("papers"))
+        named = named or bool(frame.group("papers") or frame.group("survey"))
         text = text[frame.end():]
     text = _TRAILING.sub("", text).strip()
     return text if _content_words(text) else _TRAILING.sub("", question.strip())
