@@ -208,6 +208,16 @@ def test_a_follow_up_about_code_says_what_the_abstract_does_not(facts, follow_up
     assert "its abstract does not say (it says nothing of its code" in second["answer"]
 
 
+def test_a_follow_up_about_a_benchmark_the_abstract_never_names_says_so(facts):
+    turns = ["What does ChainCL build its reasoning chains from?",
+             "does it report results on HotpotQA?"]
+    result = facts("chat", "-c", "facts", "--json", input="\n".join(turns) + "\n")
+    assert result.exit_code == 0, result.output
+    second = [json.loads(line) for line in result.stdout.splitlines() if line.strip()][1]
+    assert [c["paper_id"] for c in second["citations"]] == ["proof"]
+    assert "its abstract does not say (it never mentions HotpotQA)" in second["answer"]
+
+
 @pytest.mark.parametrize(("question", "document", "missing"), [
     ("How many parameters does X have?", "X: a parser. It parses well.", "figure"),
     # a figure in words, or in the title, is a figure

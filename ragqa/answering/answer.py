@@ -610,7 +610,8 @@ def follow_up_answer(question: str, query: str, hits: Sequence[Hit], referred: R
             not_stated(query, document, hit.paper.title)
         if missing:
             citations.append(Citation(n, hit.paper.paper_id, hit.paper.title, hit.paper.source))
-            names = joined(unmentioned_names(query, document, hit.paper.title), language)
+            names = joined(unmentioned_names(query, document, hit.paper.title), language) \
+                if missing == "name" else ""
             lines.append(f"> **{hit.paper.title}**: "
                          f"{message(f'answer.unstated_line.{missing}', language, names=names)}"
                          f" [{n}]")
@@ -662,7 +663,7 @@ def unstated_answer(hit: Hit, missing: str, language: str, question: str) -> Che
     asks about): not its nearest sentence, which would read as an answer."""
     citation = Citation(1, hit.paper.paper_id, hit.paper.title, hit.paper.source)
     names = joined(unmentioned_names(question, lexical.paper_document(hit.paper),
-                                     hit.paper.title), language)
+                                     hit.paper.title), language) if missing == "name" else ""
     return CheckedText(message(f"answer.unstated.{missing}", language, title=hit.paper.title,
                                names=names) + " [1]", [citation], 0)
 

@@ -275,25 +275,22 @@ def _written(name: str, text: _Text) -> bool:
     "CNNs"), or the other side of an ML abbreviation (ml_acronyms.tsv: "PTB" for "Penn
     Treebank", "knowledge distillation" for "KD")."""
     bare = _bare(name)
-    terms = tuple(lexical.terms(name.replace("-", " ")))
+    terms = lexical.terms(name.replace("-", " "))
     heads = {_bare(name.split()[0]), _bare(name.split("-")[0])} if name.split() else set()
-    if not bare or bare in text.bare or _in_a_row(terms, text.terms) \
+    if not bare or bare in text.bare or lexical.holds_run(text.terms, terms) \
             or any(len(head) >= _NAME_HEAD_CHARS and head in text.bare for head in heads):
         return True
     if name.endswith("s") and sum(c.isupper() for c in name) >= 2:  # "CNNs": a CNN
         return _written(name[:-1], text)
-    return any(short == name.lower() and any(_in_a_row(form, text.terms) for form in forms)
-               or terms in forms and short in text.words
-               for short, forms in lexical.long_form_terms().items())
+    long_forms = lexical.long_form_terms().get(name.lower(), ())
+    shorts = lexical.abbreviations_of_phrases().get(" ".join(terms), ())
+    return any(lexical.holds_run(text.terms, form) for form in long_forms) \
+        or any(short in text.words for short in shorts)
 
 
 def _bare(text: str) -> str:
+    """The text's letters and digits in lower case, run together ("MIMIC-III" -> "mimiciii")."""
     return "".join(c for c in text.lower() if c.isalnum())
-
-
-def _in_a_row(terms: Sequence[str], words: list[str]) -> bool:
-    return bool(terms) and any(tuple(words[i:i + len(terms)]) == tuple(terms)
-                               for i in range(len(words) - len(terms) + 1))
 
 
 def asks_for_fact(question: str) -> bool:

@@ -510,7 +510,7 @@ class LexicalIndex:
         if 0 < len(common) <= MAX_PHRASE_CANDIDATES:
             rows = np.asarray([row for row, lines in zip(common, self._lines_of(common),
                                                          strict=True)
-                               if any(_holds_run(line, parts) for line in lines)],
+                               if any(holds_run(line, parts) for line in lines)],
                               dtype=np.int64)
         scores = np.zeros(len(rows), dtype=np.float32)
         for part_rows, data in postings:
@@ -799,11 +799,11 @@ def abbreviations_of_phrases() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _holds_run(words: Sequence[str], run: Sequence[str]) -> bool:
+def holds_run(words: Sequence[str], run: Sequence[str]) -> bool:
     """Whether `run` occurs in `words` as consecutive items."""
     width = len(run)
-    return any(words[i:i + width] == run for i in range(len(words) - width + 1)
-               if words[i] == run[0])
+    return bool(run) and any(list(words[i:i + width]) == list(run)
+                             for i in range(len(words) - width + 1) if words[i] == run[0])
 
 
 def _like_prefix(prefix: str) -> str:
