@@ -277,14 +277,14 @@ def _written(name: str, text: _Text) -> bool:
     bare = _bare(name)
     terms = lexical.terms(name.replace("-", " "))
     heads = {_bare(name.split()[0]), _bare(name.split("-")[0])} if name.split() else set()
-    if not bare or bare in text.bare or lexical.holds_run(text.terms, terms) \
+    if not bare or not terms or bare in text.bare or lexical.holds_run(text.terms, terms) \
             or any(len(head) >= _NAME_HEAD_CHARS and head in text.bare for head in heads):
         return True
     if name.endswith("s") and sum(c.isupper() for c in name) >= 2:  # "CNNs": a CNN
         return _written(name[:-1], text)
     long_forms = lexical.long_form_terms().get(name.lower(), ())
     shorts = lexical.abbreviations_of_phrases().get(" ".join(terms), ())
-    return any(lexical.holds_run(text.terms, form) for form in long_forms) \
+    return any(form and lexical.holds_run(text.terms, list(form)) for form in long_forms) \
         or any(short in text.words for short in shorts)
 
 

@@ -802,8 +802,8 @@ def abbreviations_of_phrases() -> dict[str, tuple[str, ...]]:
 def holds_run(words: Sequence[str], run: Sequence[str]) -> bool:
     """Whether `run` occurs in `words` as consecutive items."""
     width = len(run)
-    return bool(run) and any(list(words[i:i + width]) == list(run)
-                             for i in range(len(words) - width + 1) if words[i] == run[0])
+    return any(words[i:i + width] == run for i in range(len(words) - width + 1)
+               if words[i] == run[0])
 
 
 def _like_prefix(prefix: str) -> str:
