@@ -21,7 +21,7 @@ import numpy as np
 from ragqa.answering.artifacts import CODE, asks_whether_released, releases
 from ragqa.index import lexical
 from ragqa.models.linear import shipped_model
-from ragqa.retrieval.decide import name_tokens
+from ragqa.retrieval.decide import name_at, name_tokens
 from ragqa.sources.paper import PROPOSES, contribution_sentence
 
 # A question that asks for a quantity ("how many", "what speedup", "the largest gain"), and the
@@ -236,7 +236,7 @@ def _offered(question: str, names: list[str]) -> list[str]:
     with nothing but marks between one's mark and the next ("(BERT? BART?)")."""
     ends = []
     for name in names:
-        at = _word_at(question, name)
+        at = name_at(name, question)
         if at >= 0 and question[at + len(name):].lstrip().startswith("?"):
             ends.append((at, question.index("?", at + len(name)), name))
     ends.sort()
@@ -245,18 +245,6 @@ def _offered(question: str, names: list[str]) -> list[str]:
         between = question[previous[1] + 1:current[0]]
         run = run + [current] if not any(c.isalnum() for c in between) else [current]
     return [name for _, _, name in run] if len(run) >= 2 else []
-
-
-def _word_at(text: str, word: str) -> int:
-    """Where `word` first stands in `text` as a word of its own ("BERT", not in "RoBERTa")."""
-    at = text.find(word)
-    while at >= 0:
-        before = text[at - 1] if at else " "
-        after = text[at + len(word)] if at + len(word) < len(text) else " "
-        if not (before.isalnum() or before == "-" or after.isalnum() or after == "-"):
-            return at
-        at = text.find(word, at + 1)
-    return -1
 
 
 class _Text:

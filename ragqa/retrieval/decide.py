@@ -306,7 +306,14 @@ def names_absent_name(index: LexicalIndex, question: str) -> bool:
 
 def _written_in(name: str, text: str) -> bool:
     """Whether `name` stands in `text` as a word of its own ("T5", not inside "T5X")."""
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+    return name_at(name, text) >= 0
+
+
+def name_at(name: str, text: str) -> int:
+    """Where `name` first stands in `text` as a word of its own ("BERT", not inside
+    "RoBERTa"), or -1."""
+    match = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
+    return match.start() if match else -1
 
 
 def _absent(index: LexicalIndex, name: str) -> bool:
